@@ -1,0 +1,285 @@
+/*
+ * os/linux.c - the Linux system calls behind os.h: anonymous mappings
+ * (mmap, munmap, madvise, mbind), map fault injection, futexes, the clock,
+ * thread ids, the environment, small-file reads and stderr.
+ * CPU and NUMA discovery live in os/topology.c, messages in os/message.c.
+ *
+ * Owns: the fault injection state (one packed atomic word plus a counter).
+ * Locking: none; every function is thread-safe.
+ * Never calls malloc or buffered stdio: this code runs inside malloc.
+ * errno: a call that succeeds leaves errno as it found it; one that fails
+ * leaves the kernel's errno (os_map: always ENOMEM).
+ */
+#ifndef __linux__
+#error "os/linux.c is the Linux platform layer"
+#endif
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* From <linux/mempolicy.h>; spelled here to avoid libnuma and its headers. */
+#define OS_MPOL_PREFERRED 1
+
+/* ---- fault injection ------------------------------------------------------- */
+/*
+ * Pending injection, packed so that (skip, fail) always change together:
+ * bits 63..32 = calls still to let through, bits 31..0 = calls to fail after
+ * them. 0 means no injection; the os_map fast path is one relaxed load.
+ */
+static _Atomic uint64_t os_inject_word;
+static _Atomic unsigned long os_inject_count; /* injected failures so far */
+
+void os_inject_map_failures(unsigned skip, unsigned fail)
+{
+	uint64_t w = fail ? ((uint64_t)skip << 32 | fail) : 0;
+	/* relaxed: a test arms this from one thread before the calls it means
+	 * to fail; calls racing with the store may see either value. */
+	pc_store_relaxed(&os_inject_word, w);
+}
+
+unsigned long os_injected_failures(void)
+{
+	return pc_load_relaxed(&os_inject_count);
+}
+
+/* Consume one os_map call from the injection window; true = fail this one. */
+static bool os_map_inject_now(void)
+{
+	uint64_t w = pc_load_relaxed(&os_inject_word);
+	while (pc_unlikely(w != 0)) {
+		bool fail = (w >> 32) == 0;
+		uint64_t next = fail ? w - 1 : w - ((uint64_t)1 << 32);
+		/* relaxed: the word orders nothing but itself; the CAS makes each
+		 * call consume exactly one slot. */
+		if (pc_cas_weak_relaxed(&os_inject_word, &w, next)) {
+			if (fail)
+				pc_add_relaxed(&os_inject_count, 1);
+			return fail;
+		}
+	}
+	return false;
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+static void *os_mmap_anon(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Aligned mapping: map size + align - page bytes, which always contains an
+ * aligned block of size bytes, then unmap the unaligned head and the tail.
+ */
+static void *os_mmap_aligned(size_t size, size_t align)
+{
+	size_t over = size + align - PC_PAGE_SIZE;
+	if (over < size)
+		return NULL; /* overflow */
+	char *raw = os_mmap_anon(over);
+	if (raw == NULL)
+		return NULL;
+	char *p = (char *)pc_align_up((uintptr_t)raw, align);
+	size_t head = (size_t)(p - raw), tail = over - head - size;
+	if (head != 0)
+		munmap(raw, head);
+	if (tail != 0)
+		munmap(p + size, tail);
+	return p;
+}
+
+void *os_map(size_t size, size_t align)
+{
+	pc_assert(size != 0 && size % PC_PAGE_SIZE == 0);
+	pc_assert(pc_is_pow2(align));
+	if (os_map_inject_now()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int saved = errno;
+	void *p = align <= PC_PAGE_SIZE ? os_mmap_anon(size) : os_mmap_aligned(size, align);
+	errno = p != NULL ? saved : ENOMEM;
+	return p;
+}
+
+void os_unmap(void *p, size_t size)
+{
+	pc_assert(((uintptr_t)p & (PC_PAGE_SIZE - 1)) == 0);
+	int saved = errno;
+	/* Can fail only for a bad range (a caller bug) or when splitting a
+	 * mapping exceeds vm.max_map_count; the range then stays mapped, which
+	 * wastes address space but is safe. */
+	munmap(p, size);
+	errno = saved;
+}
+
+void *os_remap(void *p, size_t old_size, size_t new_size)
+{
+	pc_assert(((uintptr_t)p & (PC_PAGE_SIZE - 1)) == 0);
+	if (os_map_inject_now()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int saved = errno;
+	void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+	if (q == MAP_FAILED) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	errno = saved;
+	return q;
+}
+
+int os_release(void *p, size_t size)
+{
+	pc_assert(((uintptr_t)p & (PC_PAGE_SIZE - 1)) == 0);
+	return madvise(p, size, MADV_DONTNEED);
+}
+
+/*
+ * mbind(MPOL_PREFERRED) with a one-word node mask. The kernel drops one bit
+ * of maxnode (a historical off-by-one kept for compatibility), so a 64-bit
+ * mask is passed as maxnode = 65.
+ */
+int os_bind_node(void *p, size_t size, unsigned node)
+{
+	if (node >= os_numa_node_count() || node >= 64) {
+		errno = EINVAL;
+		return -1;
+	}
+	unsigned long mask = 1UL << node;
+	long rc = syscall(SYS_mbind, p, size, OS_MPOL_PREFERRED, &mask,
+			  sizeof(mask) * 8 + 1, 0);
+	return rc == 0 ? 0 : -1;
+}
+
+/* Parse one decimal number at *s, advancing *s; false if there is none. */
+static bool os_parse_ulong(const char **s, unsigned long *out)
+{
+	const char *p = *s;
+	unsigned long v = 0;
+	if (*p < '0' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (unsigned long)(*p - '0');
+	*s = p;
+	*out = v;
+	return true;
+}
+
+/* /proc/self/statm is "size resident shared text lib data dt", in pages. */
+size_t os_resident_bytes(void)
+{
+	char buf[128];
+	unsigned long size, resident;
+	int saved = errno;
+	long n = os_read_file("/proc/self/statm", buf, sizeof(buf));
+	errno = saved;
+	const char *s = buf;
+	if (n <= 0 || !os_parse_ulong(&s, &size) || *s++ != ' ' ||
+	    !os_parse_ulong(&s, &resident))
+		return 0;
+	long page = sysconf(_SC_PAGESIZE);
+	return (size_t)resident * (size_t)(page > 0 ? page : (long)PC_PAGE_SIZE);
+}
+
+/* ---- files and stderr ------------------------------------------------------------ */
+long os_read_file(const char *path, char *buf, size_t cap)
+{
+	size_t len = 0;
+	int fd;
+	do
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	while (fd < 0 && errno == EINTR);
+	if (fd < 0)
+		return -1;
+	while (len + 1 < cap) {
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+		if (n > 0) {
+			len += (size_t)n;
+		} else if (n == 0) {
+			break;
+		} else if (errno != EINTR) {
+			int err = errno;
+			close(fd);
+			errno = err;
+			return -1;
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	return (long)len;
+}
+
+void os_write_stderr(const char *buf, size_t len)
+{
+	int saved = errno;
+	while (len > 0) {
+		ssize_t n = write(STDERR_FILENO, buf, len);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else {
+			break; /* stderr closed or broken: nothing better to do */
+		}
+	}
+	errno = saved;
+}
+
+/* ---- futex --------------------------------------------------------------------- */
+void os_futex_wait(_Atomic uint32_t *word, uint32_t expected)
+{
+	int saved = errno;
+	/* EAGAIN (word already changed) and EINTR are both plain returns: the
+	 * caller re-checks its condition in a loop. */
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected,
+		NULL, NULL, 0);
+	errno = saved;
+}
+
+int os_futex_wake(_Atomic uint32_t *word, int n)
+{
+	int saved = errno;
+	long rc = syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n,
+			  NULL, NULL, 0);
+	errno = saved;
+	return rc < 0 ? 0 : (int)rc;
+}
+
+/* ---- time, threads, environment ------------------------------------------------ */
+uint64_t os_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void os_yield(void)
+{
+	sched_yield();
+}
+
+/* Not cached: a cached id would be wrong in the child after fork(). */
+uint32_t os_thread_id(void)
+{
+	return (uint32_t)gettid();
+}
+
+/* glibc's getenv only scans environ (NULL before libc set it up): it never
+ * allocates, so it is safe inside malloc. */
+const char *os_getenv(const char *name)
+{
+	return getenv(name);
+}

@@ -1,0 +1,119 @@
+/*
+ * os/os.h - the platform layer: every call into the kernel lives behind this
+ * header (mmap, madvise, mbind, futex, getcpu, clock, /sys reads, stderr).
+ * No other file includes <sys/mman.h> or issues a system call.
+ *
+ * Owns: nothing shared but read-mostly facts (CPU count, NUMA map, rseq
+ * area) set once by os_init() and never changed afterwards, plus the fault
+ * injection counters used by tests.
+ * Locking: none. Every function here is thread-safe and never allocates
+ * through malloc (so it may run inside malloc itself).
+ *
+ * Error convention: functions that can fail return NULL / -1 and leave errno
+ * as the kernel set it; they never print and never abort.
+ */
+#ifndef PC_OS_H
+#define PC_OS_H
+
+#include "../internal.h"
+
+#include <sys/rseq.h>
+
+/* ---- start-up ------------------------------------------------------------ */
+/* Read CPU count and NUMA topology. Idempotent; cheap after the first call. */
+void os_init(void);
+
+/* ---- memory ---------------------------------------------------------------- */
+/* Map size bytes (a multiple of the page size) of anonymous read-write memory,
+ * aligned to align (a power of two >= page size). Returns NULL on failure
+ * (including an injected failure), with errno = ENOMEM. */
+void *os_map(size_t size, size_t align);
+/* Unmap a range returned by os_map (or a page-aligned part of one). */
+void os_unmap(void *p, size_t size);
+/* Resize a mapping from os_map (mremap, may move it; contents kept). NULL
+ * with errno ENOMEM on failure (injected failures included), the old mapping
+ * then untouched. */
+void *os_remap(void *p, size_t old_size, size_t new_size);
+/* Give the physical pages of [p, p+size) back to the kernel. The mapping
+ * stays valid; the next touch faults in a zero page. Returns 0 or -1. */
+int os_release(void *p, size_t size);
+/* Bind [p, p+size) to NUMA node `node` (mbind MPOL_PREFERRED). 0 or -1. */
+int os_bind_node(void *p, size_t size, unsigned node);
+/* Physical memory of the machine in bytes (sysconf). */
+size_t os_physical_memory(void);
+/* Resident bytes of this process (from /proc/self/statm). 0 if unknown. */
+size_t os_resident_bytes(void);
+
+/* Fault injection, for tests: the next `skip` calls to os_map succeed, then
+ * the following `fail` calls fail as if the kernel refused. (0, 0) clears. */
+void os_inject_map_failures(unsigned skip, unsigned fail);
+/* Number of os_map calls failed by injection so far. */
+unsigned long os_injected_failures(void);
+
+/* ---- CPUs and NUMA ------------------------------------------------------- */
+/* Number of possible CPUs (from /sys/devices/system/cpu/possible, else
+ * sysconf). CPU numbers returned by os_cpu_current() are < this. */
+extern unsigned os_ncpus; /* set by os_init(); read-only afterwards */
+PC_INLINE unsigned os_cpu_count(void) { return os_ncpus; }
+/* Number of NUMA nodes known to the OS (>= 1) and the node of each CPU. */
+unsigned os_numa_node_count(void);
+unsigned os_cpu_to_node(unsigned cpu);
+/* Nonzero when glibc registered an rseq area for this thread. */
+bool os_rseq_active(void);
+/* Slow path of os_cpu_current(): sched_getcpu(), clamped to the count. */
+unsigned os_cpu_current_slow(void);
+
+/*
+ * The CPU this thread runs on now. It may be stale by the time the caller
+ * uses it (the thread can migrate at any instant): callers use it only to
+ * choose which per-CPU structure to work on, and make that work safe for any
+ * thread (locks or compare-and-swap), never assume exclusivity.
+ * Fast path: one load from glibc's rseq area (struct rseq.cpu_id, kept by the
+ * kernel). Slow path when rseq is not registered (valgrind, or
+ * GLIBC_TUNABLES=glibc.pthread.rseq=0): sched_getcpu().
+ */
+PC_INLINE unsigned os_cpu_current(void)
+{
+	if (pc_likely(__rseq_size != 0)) {
+		const struct rseq *rs = (const struct rseq *)(void *)
+			((char *)__builtin_thread_pointer() + __rseq_offset);
+		/* The kernel writes cpu_id on every return to user space; a plain
+		 * volatile read is all rseq promises and all we need. */
+		int32_t cpu = (int32_t)*(volatile const uint32_t *)&rs->cpu_id;
+		if (pc_likely(cpu >= 0 && (unsigned)cpu < os_cpu_count()))
+			return (unsigned)cpu;
+	}
+	return os_cpu_current_slow();
+}
+
+/* ---- futex ----------------------------------------------------------------- */
+/* Sleep while *word == expected (private futex). Spurious wake-ups happen. */
+void os_futex_wait(_Atomic uint32_t *word, uint32_t expected);
+/* Wake up to n sleepers on word. Returns the number woken. */
+int os_futex_wake(_Atomic uint32_t *word, int n);
+
+/* ---- time, threads, environment ------------------------------------------ */
+/* CLOCK_MONOTONIC in nanoseconds (vDSO; no system call). */
+uint64_t os_now_ns(void);
+/* Give up the CPU (sched_yield). */
+void os_yield(void);
+/* Kernel thread id of the caller. */
+uint32_t os_thread_id(void);
+/* getenv() that is safe before libc is fully initialised; NULL if unset. */
+const char *os_getenv(const char *name);
+/* Write all of buf to stderr, retrying short writes; never allocates. */
+void os_write_stderr(const char *buf, size_t len);
+
+/* ---- helpers shared by the os/ files (usable by any layer) ---------------- */
+/* Read up to cap-1 bytes of a small file (/proc, /sys) into buf and
+ * NUL-terminate it. Returns the length, or -1 with errno set. cap >= 1. */
+long os_read_file(const char *path, char *buf, size_t cap);
+/*
+ * Parse a kernel CPU/node list such as "0-3,8-11\n" (empty means none).
+ * Sets bit i of mask (nbits bits, zeroed first) for every listed i < nbits;
+ * listed numbers >= nbits are counted but not stored. Returns the highest
+ * listed number + 1 (0 for an empty list), or -1 if s is malformed.
+ */
+long os_parse_cpulist(const char *s, uint64_t *mask, unsigned nbits);
+
+#endif /* PC_OS_H */
