@@ -1,0 +1,220 @@
+/*
+ * lock/lock.h - the lock layer (seed 004): four lock kinds and a generic lock
+ * whose kind is chosen at start-up, each able to keep statistics.
+ *
+ *   pc_spin    test-and-set spinlock, test-and-test-and-set with exponential
+ *              backoff; after a bounded spin it yields the CPU (threads can
+ *              outnumber CPUs in user space).
+ *   pc_ticket  ticket lock: strict FIFO; waiters spin on the owner counter.
+ *   pc_mcs     MCS queued lock: strict FIFO; each waiter spins on its own
+ *              node, so a release touches one waiter's cache line only.
+ *   pc_mutex   sleeping mutex: a futex word plus an optimistic-spin queue
+ *              (an MCS-style "OSQ" whose waiters can leave the queue). Only the
+ *              head of the spin queue spins on the mutex word, as seed 004's
+ *              patch does; when spinning runs out (user space cannot see
+ *              whether the owner is on a CPU, so spinning is bounded) the
+ *              spinner leaves the queue and sleeps on the futex.
+ *
+ * Rules for callers:
+ *  - No lock here is recursive. Release on the thread that acquired.
+ *  - MCS nodes of the generic lock come from a small per-thread pool, so a
+ *    thread may hold at most PC_LOCK_MAX_NESTED generic MCS locks at once
+ *    (more is fatal), released in any order; pc_lock_acquire_for_fork is the
+ *    exception, for prefork handlers.
+ *  - Nothing here is async-signal-safe: never lock from a signal handler.
+ *  - A lock may be reset with pc_lock_reinit() only when no thread can hold
+ *    or wait for it (in the child after fork()).
+ *
+ * Statistics (like /proc/lock_stat): kept only while pc_lock_stats_enabled is
+ * true and the lock has stats (pc_lock_register). When off, the cost is one
+ * well-predicted branch on a read-mostly global per acquisition and one on a
+ * holder-only field at release; no clock is read. Counters are relaxed
+ * atomics: they are statistics, never used for synchronisation. The generic
+ * acquire first tries once; only when that fails is it "contended" and its
+ * wait measured. Acquisitions through pc_lock_acquire_for_fork are not
+ * counted.
+ */
+#ifndef PC_LOCK_H
+#define PC_LOCK_H
+
+#include "../internal.h"
+
+#define PC_LOCK_HIST_BUCKETS 40 /* log2 buckets of nanoseconds: [2^i, 2^(i+1)) */
+#define PC_LOCK_MAX_NESTED   8
+
+enum pc_lock_kind {
+	PC_LOCK_SPIN = 0,
+	PC_LOCK_TICKET = 1,
+	PC_LOCK_MCS = 2,
+	PC_LOCK_MUTEX = 3,
+	PC_LOCK_KIND_COUNT
+};
+/* "spin", "ticket", "mcs", "mutex"; parse returns -1 on an unknown name. */
+const char *pc_lock_kind_name(enum pc_lock_kind k);
+int pc_lock_kind_parse(const char *name);
+
+/* ---- statistics ----------------------------------------------------------- */
+struct pc_lock_stats {
+	_Atomic uint64_t acquisitions;  /* successful acquisitions (incl. try) */
+	_Atomic uint64_t contended;     /* acquisitions that had to wait */
+	_Atomic uint64_t wait_ns_total; /* time waited, contended acquisitions */
+	_Atomic uint64_t wait_ns_max;
+	_Atomic uint64_t hold_ns_total; /* time held, all acquisitions */
+	_Atomic uint64_t hold_ns_max;
+	_Atomic uint64_t wait_hist[PC_LOCK_HIST_BUCKETS];
+};
+extern _Atomic bool pc_lock_stats_enabled;
+void pc_lock_stats_reset(struct pc_lock_stats *s);
+/* Add one wait time (ns) to the log2 histogram bucket and totals. */
+void pc_lock_stats_add_wait(struct pc_lock_stats *s, uint64_t ns);
+/* Log2 bucket index of ns, clamped to the last bucket. */
+unsigned pc_lock_hist_bucket(uint64_t ns);
+
+/* ---- waiting --------------------------------------------------------------- */
+/*
+ * How every spinning waiter here waits ("spin.c"). Threads can outnumber CPUs
+ * (64 threads on 2 cores), and user space cannot tell whether the thread it
+ * waits for is running, so each wait spins a bounded number of pauses and then
+ * yields the CPU on every further round: a preempted holder gets to run.
+ *   pc_spinwait_backoff  exponential backoff, 1, 2, 4 .. PC_SPIN_BACKOFF_MAX
+ *                        pauses per round (for a shared word: TTAS);
+ *   pc_spinwait_pause    one pause per round (for a waiter that spins on its
+ *                        own node or on a counter only its turn changes).
+ * Both start yielding after about PC_SPIN_YIELD_PAUSES pauses (~7 us at 27 ns
+ * per pause on the AMD EPYC used for development).
+ */
+#define PC_SPIN_BACKOFF_MAX  64
+#define PC_SPIN_YIELD_PAUSES 256
+struct pc_spinwait {
+	uint32_t pauses; /* pauses so far; at the limit, every round yields */
+	uint32_t backoff; /* pauses in the next backoff round */
+};
+PC_INLINE void pc_spinwait_init(struct pc_spinwait *w) { w->pauses = 0; w->backoff = 1; }
+void pc_spinwait_backoff(struct pc_spinwait *w);
+void pc_spinwait_pause(struct pc_spinwait *w);
+
+/* ---- the four kinds --------------------------------------------------------- */
+struct pc_spin { _Atomic uint32_t locked; };
+void pc_spin_init(struct pc_spin *l);
+void pc_spin_lock(struct pc_spin *l);
+bool pc_spin_trylock(struct pc_spin *l);
+void pc_spin_unlock(struct pc_spin *l);
+
+struct pc_ticket { _Atomic uint32_t next; _Atomic uint32_t owner; };
+void pc_ticket_init(struct pc_ticket *l);
+void pc_ticket_lock(struct pc_ticket *l);
+bool pc_ticket_trylock(struct pc_ticket *l);
+void pc_ticket_unlock(struct pc_ticket *l);
+
+struct pc_mcs_node {
+	_Atomic(struct pc_mcs_node *) next;
+	_Atomic uint32_t locked; /* set to 1 by the predecessor on hand-off */
+} PC_CACHE_ALIGNED;
+struct pc_mcs { _Atomic(struct pc_mcs_node *) tail; };
+void pc_mcs_init(struct pc_mcs *l);
+/* The node belongs to the caller until the matching unlock returns. */
+void pc_mcs_lock(struct pc_mcs *l, struct pc_mcs_node *node);
+bool pc_mcs_trylock(struct pc_mcs *l, struct pc_mcs_node *node);
+void pc_mcs_unlock(struct pc_mcs *l, struct pc_mcs_node *node);
+
+/* Optimistic spin queue used by pc_mutex: nodes live in a global pool that is
+ * never freed (a stale pointer to a node stays harmless), one per thread. */
+struct pc_osq { _Atomic uint32_t tail; /* pool index + 1 of the last node, 0 = empty */ };
+
+struct pc_mutex {
+	_Atomic uint32_t state; /* 0 unlocked, 1 locked, 2 locked with sleepers */
+	struct pc_osq spinq;
+};
+void pc_mutex_init(struct pc_mutex *m);
+void pc_mutex_lock(struct pc_mutex *m);
+bool pc_mutex_trylock(struct pc_mutex *m);
+void pc_mutex_unlock(struct pc_mutex *m);
+
+/* Spin queue nodes: PC_OSQ_POOL_SIZE in all, one per thread from its first
+ * contended pc_mutex_lock; a thread that finds the pool empty never spins (it
+ * goes straight to the futex). A contended acquire spins at most about
+ * PC_MUTEX_SPIN_PAUSES pauses in all (queued, then as head; ~3.5 us at 27 ns
+ * a pause) before sleeping: a pause count, not a clock, so that no clock is
+ * read unless statistics are on. */
+#define PC_OSQ_POOL_SIZE     4096
+#define PC_MUTEX_SPIN_PAUSES 128
+/* The spin budget in pauses, PC_MUTEX_SPIN_PAUSES unless changed (a tunable,
+ * read relaxed at each contended acquire; 0 turns spinning off). */
+extern _Atomic uint32_t pc_mutex_spin_pauses;
+/* Give the calling thread's spin queue node back to the pool; call when the
+ * thread exits (it must not be inside any pc_mutex call). Optional. */
+void pc_mutex_thread_exit(void);
+/* In the child after fork(): only the calling thread survives, so every node
+ * but its own returns to the pool. A mutex's spin queue may still name nodes
+ * of threads that died with the fork, so the child must re-initialise every
+ * mutex it uses (pc_mutex_init, pc_lock_reinit), not merely unlock it. */
+void pc_mutex_fork_child(void);
+/* Process-wide counts of what contended pc_mutex_lock calls did (relaxed; for
+ * tests and statistics). */
+struct pc_mutex_spin_counters {
+	uint64_t spin_acquired; /* got the mutex while spinning as queue head */
+	uint64_t spin_timeout;  /* was head, budget ran out, went to sleep */
+	uint64_t unqueued;      /* left the spin queue before reaching its head */
+	uint64_t no_node;       /* pool exhausted: slept without spinning */
+	uint64_t sleeps;        /* futex waits */
+};
+void pc_mutex_spin_counters(struct pc_mutex_spin_counters *out);
+
+/* ---- the generic lock: kind chosen at start-up ------------------------------ */
+struct pc_lock {
+	uint8_t kind; /* enum pc_lock_kind, fixed by pc_lock_init */
+	union {
+		struct pc_spin spin;
+		struct pc_ticket ticket;
+		struct pc_mcs mcs;
+		struct pc_mutex mutex;
+	} u;
+	struct pc_mcs_node *mcs_owner_node; /* written by the holder only */
+	uint64_t acquired_ns;               /* holder only; 0 unless stats on */
+	const char *name;                   /* class name, e.g. "zone" */
+	struct pc_lock_stats *stats;        /* NULL: this lock keeps none */
+	struct pc_lock *registry_next;      /* see pc_lock_register */
+};
+
+void pc_lock_init(struct pc_lock *l, const char *name, enum pc_lock_kind kind);
+/* Reset to unlocked (after fork, in the child). Keeps kind, name, stats. */
+void pc_lock_reinit(struct pc_lock *l);
+void pc_lock_acquire(struct pc_lock *l);
+/*
+ * Acquire in a prefork handler, which may hold any number of locks at once:
+ * an MCS lock takes its node from a global pool of PC_LOCK_FORK_NODES (not
+ * from the PC_LOCK_MAX_NESTED per-thread ones). Not counted in statistics.
+ * Undo with pc_lock_release (parent) or pc_lock_reinit (child).
+ */
+#define PC_LOCK_FORK_NODES 4096
+void pc_lock_acquire_for_fork(struct pc_lock *l);
+/* Never waits: true if acquired. */
+bool pc_lock_try(struct pc_lock *l);
+void pc_lock_release(struct pc_lock *l);
+/* True if some thread holds l (racy; for assertions only). */
+bool pc_lock_is_locked(const struct pc_lock *l);
+#define pc_lock_assert_held(l) pc_assert_internal(pc_lock_is_locked(l))
+
+/*
+ * Registry for observability: a registered lock with stats != NULL appears in
+ * pc_lock_foreach() under its name. Registration is append-only (locks live as
+ * long as the process) and thread-safe. Register a lock once, after
+ * pc_lock_init and before other threads use it (it sets l->stats).
+ */
+void pc_lock_register(struct pc_lock *l, struct pc_lock_stats *stats);
+void pc_lock_foreach(void (*fn)(struct pc_lock *l, void *arg), void *arg);
+
+/* The calling thread exits: give back its per-thread lock resources (its
+ * pc_mutex spin queue node). It must hold no lock. Optional. */
+void pc_lock_thread_exit(void);
+/* In the child after fork(), before any lock is used: reset the registry's
+ * lock and the spin queue node pool (pc_mutex_fork_child). Each lock the
+ * child uses still needs pc_lock_reinit(). */
+void pc_lock_fork_child(void);
+
+/* Called once in a thread when it first takes per-thread lock state (its
+ * spin-queue node), so that the caller can arrange for pc_lock_thread_exit()
+ * at the thread's exit (malloc uses a pthread key destructor). */
+extern void (*_Atomic pc_lock_thread_hook)(void);
+
+#endif /* PC_LOCK_H */
