@@ -1,0 +1,81 @@
+/*
+ * ctl/options.h - the tunables table (every knob the seeds discuss).
+ *
+ * A leaf of the include graph (it needs only internal.h), so every layer may
+ * read options; src/README.md explains this one exception to "include only
+ * the layer below". The stats half of ctl sits on top of all layers.
+ *
+ * Each option has a dotted name ("vm.pcp_batch_scale_max"); its environment
+ * variable is PCMALLOC_ plus the name upper-cased with '.' turned into '_'
+ * (PCMALLOC_VM_PCP_BATCH_SCALE_MAX=3), and PCMALLOC_OPTIONS may list several
+ * as "name=value,name=value". Enum-valued options take names (lock.kind=mcs).
+ *
+ * Values are relaxed atomics: a reader sees either the old or the new value
+ * and every layer is written to work with either. Options marked runtime may
+ * be set while threads run (pcmalloc_ctl_set); the others only at start-up.
+ * A layer that must act on a change registers a hook (pc_option_on_change).
+ */
+#ifndef PC_CTL_OPTIONS_H
+#define PC_CTL_OPTIONS_H
+
+#include "../internal.h"
+
+/* X(id, name, default, min, max, runtime, description)
+ * A default of -1 means "computed at start-up" (see the layer that reads it). */
+#define PC_OPTIONS(X)                                                          \
+	X(VM_PCP_BATCH_SCALE_MAX, "vm.pcp_batch_scale_max", 5, 0, 6, 1,           \
+	  "PCP refill/drain batches scale up to batch << this (seed 001)")         \
+	X(VM_PCP_BATCH, "vm.pcp_batch", 16, 1, 4096, 1,                            \
+	  "pages moved per PCP refill/drain before scaling")                       \
+	X(VM_PCP_HIGH, "vm.pcp_high", 2048, 0, 1 << 20, 1,                         \
+	  "pages a per-CPU list may hold before it drains to the zone")            \
+	X(VM_ZONE_INSTANCES, "vm.zone_instances", -1, -1, 64, 0,                   \
+	  "zone instances per node (seed 003); -1 = from CPUs and memory")         \
+	X(VM_NUMA_FAKE, "vm.numa_fake", 0, 0, PC_MAX_NODES, 0,                     \
+	  "split the CPUs into N fake nodes, like numa=fake; 0 = real topology")   \
+	X(VM_RELEASE_WATERMARK_KB, "vm.release_watermark_kb", 8192, 0, 1L << 40, 1,\
+	  "free memory a zone keeps resident before it returns pages to the OS")   \
+	X(LOCK_KIND, "lock.kind", 3, 0, 3, 0,                                      \
+	  "kind of zone lock and list_lock: spin, ticket, mcs, mutex")             \
+	X(STATS_ENABLE, "stats.enable", 0, 0, 1, 1,                                \
+	  "keep lock, zone and slab statistics")                                   \
+	X(SLUB_MIN_OBJECTS, "slub.min_objects", -1, -1, 1024, 1,                   \
+	  "objects a slab should hold at least; -1 = 4 * (fls(cpus) + 1)")         \
+	X(SLUB_MAX_ORDER, "slub.max_order", -1, -1, PC_MAX_ORDER, 1,               \
+	  "highest slab page order; -1 = 3, or 4 with 32+ CPUs (seed 000)")       \
+	X(SLUB_CPU_PARTIAL, "slub.cpu_partial", -1, -1, 1024, 1,                   \
+	  "partial slabs kept per CPU; -1 = scaled by object size and CPUs")       \
+	X(SLUB_MIN_PARTIAL, "slub.min_partial", 5, 0, 4096, 1,                     \
+	  "lower bound of a cache's min_partial (empty slabs a node keeps)")       \
+	X(SLUB_MAX_PARTIAL, "slub.max_partial", -1, -1, 4096, 1,                   \
+	  "upper bound of min_partial; -1 = 10 * max(1, CPUs / 16) (seed 000)")
+
+enum pc_option {
+#define PC_OPTION_ENUM(id, ...) PC_OPT_##id,
+	PC_OPTIONS(PC_OPTION_ENUM)
+#undef PC_OPTION_ENUM
+	PC_OPT_COUNT
+};
+
+extern _Atomic long pc_option_values[PC_OPT_COUNT];
+
+/* Current value: one relaxed load. */
+PC_INLINE long pc_option(enum pc_option o) { return pc_load_relaxed(&pc_option_values[o]); }
+
+/* Read the environment once; later calls do nothing. Thread-safe. */
+void pc_options_init(void);
+/* Index of the option called name, or -1. */
+int pc_option_find(const char *name);
+const char *pc_option_name(enum pc_option o);
+const char *pc_option_description(enum pc_option o);
+bool pc_option_is_runtime(enum pc_option o);
+/* Set a value. before_start: true while the allocator initialises (any option
+ * may be set), false later (only runtime options). 0, or -1 with errno EINVAL
+ * (out of range) or EPERM (start-up only). Runs the change hook. */
+int pc_option_set(enum pc_option o, long value, bool before_start);
+/* Parse "name=value" text values (numbers, or names for enum options). */
+int pc_option_parse_value(enum pc_option o, const char *text, long *out);
+/* Called after each successful set with the new value. One hook per option. */
+void pc_option_on_change(enum pc_option o, void (*hook)(long value));
+
+#endif /* PC_CTL_OPTIONS_H */
