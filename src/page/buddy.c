@@ -1,0 +1,257 @@
+/*
+ * page/buddy.c - the buddy free lists of a zone, growing a zone by mapping a
+ * region, and returning free memory to the OS.
+ *
+ * Owns the free areas and counters of every zone (under zone->lock) and the
+ * region list (appended under zone->lock, with zone->grow_lock serialising
+ * the mapping). See page.h for the invariants.
+ */
+#include "page.h"
+
+#include <errno.h>
+
+bool page_stats_on(void)
+{
+	return pc_unlikely(pc_option(PC_OPT_STATS_ENABLE) != 0);
+}
+
+/* Copy the counters where lock-free readers may look (relaxed: hints only). */
+void zone_publish_hints_locked(struct pc_zone *z)
+{
+	pc_store_relaxed(&z->free_hint, z->free_pages);
+	pc_store_relaxed(&z->dirty_hint, z->dirty_pages);
+}
+
+static void free_area_add(struct pc_zone *z, struct pc_page *pg, unsigned order, bool dirty)
+{
+	struct pc_free_area *fa = &z->free_area[order];
+	pc_pg_set_state(pg, PC_PG_BUDDY);
+	pg->order = (uint8_t)order;
+	pg->dirty = dirty;
+	/* Dirty blocks first: allocation takes from the head and so reuses
+	 * resident memory before memory that would fault in again. */
+	if (dirty)
+		pc_list_add(&pg->list, &fa->list);
+	else
+		pc_list_add_tail(&pg->list, &fa->list);
+	fa->nr_free++;
+	z->free_pages += (size_t)1 << order;
+	if (dirty)
+		z->dirty_pages += (size_t)1 << order;
+}
+
+static void free_area_del(struct pc_zone *z, struct pc_page *pg, unsigned order)
+{
+	pc_list_del(&pg->list);
+	z->free_area[order].nr_free--;
+	z->free_pages -= (size_t)1 << order;
+	if (pg->dirty)
+		z->dirty_pages -= (size_t)1 << order;
+	pc_pg_set_state(pg, PC_PG_NONE);
+}
+
+/*
+ * Free a block and merge it with its buddies. The buddy of the block of
+ * 2^order pages at page index i is the block at i ^ 2^order: the two halves
+ * of the aligned block of twice the size. While the buddy heads a free block
+ * of the same order, take it off its list and go one order up with the
+ * merged block, which starts at the lower index (i & buddy). Regions are
+ * aligned to far more than the largest block, so a buddy is always in the
+ * same region and therefore the same zone. The merged block is dirty if
+ * either half was: dirty means "may be resident", an over-estimate is safe.
+ */
+void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, bool dirty)
+{
+	struct pc_region *r = pc_page_region(pg);
+	size_t idx = (size_t)(pg - r->pages);
+
+	pc_lock_assert_held(&z->lock);
+	while (order < PC_MAX_ORDER) {
+		size_t buddy_idx = idx ^ ((size_t)1 << order);
+		struct pc_page *buddy = &r->pages[buddy_idx];
+		if (pc_pg_state(buddy) != PC_PG_BUDDY || buddy->order != order)
+			break;
+		dirty |= buddy->dirty;
+		free_area_del(z, buddy, order);
+		idx &= buddy_idx;
+		order++;
+	}
+	free_area_add(z, &r->pages[idx], order, dirty);
+}
+
+/*
+ * Take a block of 2^order pages: the first block of the smallest order that
+ * has one, split down, the upper halves going back on their free lists.
+ * Returns the head with state PC_PG_NONE (the caller sets it), or NULL.
+ */
+struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order)
+{
+	unsigned o = order;
+
+	pc_lock_assert_held(&z->lock);
+	while (o <= PC_MAX_ORDER && z->free_area[o].nr_free == 0)
+		o++;
+	if (o > PC_MAX_ORDER)
+		return NULL;
+	struct pc_page *pg = pc_list_first(&z->free_area[o].list, struct pc_page, list);
+	bool dirty = pg->dirty;
+	free_area_del(z, pg, o);
+	while (o > order) {
+		o--;
+		free_area_add(z, pg + ((size_t)1 << o), o, dirty);
+	}
+	pg->order = (uint8_t)order;
+	pg->dirty = dirty;
+	return pg;
+}
+
+/* Lock, take one block, unlock. NULL if the zone has none of the order. */
+struct pc_page *zone_alloc(struct pc_zone *z, unsigned order)
+{
+	pc_lock_acquire(&z->lock);
+	struct pc_page *pg = zone_alloc_block_locked(z, order);
+	if (pg)
+		pc_pg_set_state(pg, PC_PG_ALLOC);
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	return pg;
+}
+
+void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order)
+{
+	pc_lock_acquire(&z->lock);
+	zone_free_block_locked(z, pg, order, true);
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	zone_maybe_release(z);
+}
+
+/* Map the two parts of a region: the span itself and its descriptors. */
+static struct pc_region *region_map(struct pc_zone *z)
+{
+	char *base = os_map(PC_REGION_SIZE, PC_REGION_SIZE);
+	if (!base)
+		return NULL;
+	size_t meta_size = pc_align_up(sizeof(struct pc_region), PC_PAGE_SIZE);
+	struct pc_region *r = os_map(meta_size, PC_REGION_META_ALIGN);
+	if (!r) {
+		os_unmap(base, PC_REGION_SIZE);
+		return NULL;
+	}
+	if (page_numa_bind())
+		(void)os_bind_node(base, PC_REGION_SIZE, z->node); /* a hint: failure is harmless */
+	r->base = base;
+	r->zone = z;
+	return r;
+}
+
+/*
+ * Give the zone a new region. Only one thread maps at a time; one that waited
+ * for the grow lock returns at once if another thread grew the zone meanwhile.
+ * Returns false when the OS refused memory.
+ */
+bool zone_grow(struct pc_zone *z)
+{
+	/* regions_mapped counts every growth (always, not only with stats on) and
+	 * doubles as a generation number for this check. */
+	uint64_t generation = pc_load_relaxed(&z->stats.regions_mapped);
+	pc_mutex_lock(&z->grow_lock);
+	if (pc_load_relaxed(&z->stats.regions_mapped) != generation) {
+		pc_mutex_unlock(&z->grow_lock);
+		return true;
+	}
+	struct pc_region *r = region_map(z);
+	if (!r) {
+		pc_add_relaxed(&z->stats.map_failures, 1);
+		pc_mutex_unlock(&z->grow_lock);
+		return false;
+	}
+	/* Release: a reader of the table sees base and zone initialised. */
+	pc_store_release(&pc_region_table[(uintptr_t)r->base >> PC_REGION_SHIFT], r);
+	pc_lock_acquire(&z->lock);
+	r->next = z->regions;
+	z->regions = r;
+	z->managed_pages += PC_REGION_PAGES;
+	for (size_t i = 0; i < PC_REGION_PAGES; i += (size_t)1 << PC_MAX_ORDER)
+		free_area_add(z, &r->pages[i], PC_MAX_ORDER, false);
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	pc_add_relaxed(&z->stats.regions_mapped, 1);
+	pc_mutex_unlock(&z->grow_lock);
+	return true;
+}
+
+/* The first dirty free block, largest order first, or NULL. */
+static struct pc_page *first_dirty_block(struct pc_zone *z, unsigned *order)
+{
+	for (int o = PC_MAX_ORDER; o >= 0; o--) {
+		struct pc_list *l = &z->free_area[o].list;
+		if (pc_list_empty(l))
+			continue;
+		struct pc_page *pg = pc_list_first(l, struct pc_page, list);
+		if (pg->dirty) { /* dirty blocks sit at the head */
+			*order = (unsigned)o;
+			return pg;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Return free memory to the OS until at most keep_pages of the zone's free
+ * pages may be resident. A block is taken off the free lists, released with
+ * the zone lock dropped (madvise is slow; others keep allocating), and freed
+ * back clean. Returns the bytes released.
+ */
+size_t zone_release(struct pc_zone *z, size_t keep_pages)
+{
+	size_t released = 0;
+	for (;;) {
+		unsigned order = 0;
+		pc_lock_acquire(&z->lock);
+		struct pc_page *pg = z->dirty_pages > keep_pages ? first_dirty_block(z, &order) : NULL;
+		if (pg)
+			free_area_del(z, pg, order);
+		pc_lock_release(&z->lock);
+		if (!pg)
+			break;
+		size_t bytes = PC_PAGE_SIZE << order;
+		bool ok = os_release(pc_page_address(pg), bytes) == 0;
+		pc_lock_acquire(&z->lock);
+		zone_free_block_locked(z, pg, order, !ok);
+		zone_publish_hints_locked(z);
+		pc_lock_release(&z->lock);
+		if (!ok)
+			break;
+		released += bytes;
+		pc_add_relaxed(&z->stats.released_pages, bytes >> PC_PAGE_SHIFT);
+		pc_add_relaxed(&z->stats.release_calls, 1);
+	}
+	return released;
+}
+
+/*
+ * Called after frees into the zone: above vm.release_watermark_kb of dirty
+ * free memory, release down to half of it (hysteresis, so that a program
+ * freeing and allocating around the mark does not madvise on every call).
+ * One thread releases at a time; the others go on.
+ */
+static _Atomic uint32_t releasing; /* one releaser process-wide is plenty */
+
+/* In a fork child: a releaser of the parent does not exist there. */
+void zone_release_fork_child(void)
+{
+	pc_store_relaxed(&releasing, 0);
+}
+
+void zone_maybe_release(struct pc_zone *z)
+{
+	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
+	/* Racy read: at worst we release a moment late or check once too often. */
+	if (pc_likely(pc_load_relaxed(&z->dirty_hint) <= mark))
+		return;
+	if (pc_xchg_acquire(&releasing, 1))
+		return;
+	zone_release(z, mark / 2);
+	pc_store_release(&releasing, 0);
+}

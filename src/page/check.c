@@ -1,0 +1,130 @@
+/*
+ * page/check.c - the invariant walker of the page allocator (see page.h for
+ * the invariants). Slow: meant for tests and debug builds.
+ *
+ * Takes, zone by zone, every pcp lock and then the zone lock (the lock order
+ * of page.h), so the zone is frozen while it is checked.
+ */
+#include "page.h"
+
+#define CHECK_OR_FAIL(cond, ...)              \
+	do {                                  \
+		if (!(cond)) {                \
+			pc_message(__VA_ARGS__); \
+			return false;         \
+		}                             \
+	} while (0)
+
+/* Free lists: shape, counts and complete coalescing. */
+static bool check_free_areas(struct pc_zone *z, size_t *blocks)
+{
+	size_t free_pages = 0, dirty_pages = 0;
+	for (unsigned o = 0; o <= PC_MAX_ORDER; o++) {
+		size_t n = 0;
+		struct pc_list *it;
+		pc_list_for_each(it, &z->free_area[o].list) {
+			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+			struct pc_region *r = pc_page_region(pg);
+			size_t idx = (size_t)(pg - r->pages);
+			CHECK_OR_FAIL(r->zone == z, "zone %u: block of another zone on its list", z->id);
+			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_BUDDY && pg->order == o,
+				      "zone %u: order-%u list holds page state %u order %u",
+				      z->id, o, pc_pg_state(pg), pg->order);
+			CHECK_OR_FAIL((idx & (((size_t)1 << o) - 1)) == 0,
+				      "zone %u: misaligned order-%u block", z->id, o);
+			if (o < PC_MAX_ORDER) {
+				struct pc_page *b = &r->pages[idx ^ ((size_t)1 << o)];
+				CHECK_OR_FAIL(!(pc_pg_state(b) == PC_PG_BUDDY && b->order == o),
+					      "zone %u: order-%u buddies both free (not coalesced)", z->id, o);
+			}
+			n++;
+			free_pages += (size_t)1 << o;
+			if (pg->dirty)
+				dirty_pages += (size_t)1 << o;
+		}
+		CHECK_OR_FAIL(n == z->free_area[o].nr_free, "zone %u: order %u nr_free %zu, list %zu",
+			      z->id, o, z->free_area[o].nr_free, n);
+		*blocks += n;
+	}
+	CHECK_OR_FAIL(free_pages == z->free_pages, "zone %u: free_pages %zu, lists %zu",
+		      z->id, z->free_pages, free_pages);
+	CHECK_OR_FAIL(dirty_pages == z->dirty_pages, "zone %u: dirty_pages %zu, lists %zu",
+		      z->id, z->dirty_pages, dirty_pages);
+	return true;
+}
+
+/* Every region page by page: free and pcp blocks never overlap, and every
+ * page marked free is a listed head (its count matches the lists). */
+static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_blocks)
+{
+	size_t buddy_heads = 0, pcp_heads = 0, managed = 0;
+	for (struct pc_region *r = z->regions; r; r = r->next) {
+		size_t covered = 0;
+		managed += PC_REGION_PAGES;
+		CHECK_OR_FAIL(pc_region_of(r->base) == r, "zone %u: region not in the table", z->id);
+		for (size_t i = 0; i < PC_REGION_PAGES; i++) {
+			struct pc_page *pg = &r->pages[i];
+			if (pc_pg_state(pg) != PC_PG_BUDDY && pc_pg_state(pg) != PC_PG_PCP)
+				continue;
+			CHECK_OR_FAIL(i >= covered, "zone %u: free blocks overlap at page %zu", z->id, i);
+			covered = i + ((size_t)1 << pg->order);
+			if (pc_pg_state(pg) == PC_PG_BUDDY)
+				buddy_heads++;
+			else
+				pcp_heads++;
+		}
+	}
+	CHECK_OR_FAIL(buddy_heads == listed_blocks, "zone %u: %zu pages marked free, %zu listed",
+		      z->id, buddy_heads, listed_blocks);
+	CHECK_OR_FAIL(pcp_heads == pcp_blocks, "zone %u: %zu pages marked pcp, %zu on pcp lists",
+		      z->id, pcp_heads, pcp_blocks);
+	CHECK_OR_FAIL(managed == z->managed_pages, "zone %u: managed %zu, regions %zu",
+		      z->id, z->managed_pages, managed);
+	return true;
+}
+
+static bool check_pcp(struct pc_zone *z, struct pc_pcp *pcp, size_t *blocks)
+{
+	int pages = 0;
+	for (unsigned o = 0; o <= PC_PCP_MAX_ORDER; o++) {
+		struct pc_list *it;
+		pc_list_for_each(it, &pcp->lists[o]) {
+			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_PCP && pg->order == o,
+				      "zone %u: pcp order-%u list holds state %u order %u",
+				      z->id, o, pc_pg_state(pg), pg->order);
+			CHECK_OR_FAIL(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign page", z->id);
+			pages += 1 << o;
+			(*blocks)++;
+		}
+	}
+	CHECK_OR_FAIL(pages == pcp->count, "zone %u: pcp count %d, lists %d", z->id, pcp->count, pages);
+	return true;
+}
+
+static bool check_zone(struct pc_zone *z)
+{
+	size_t listed = 0, pcp_blocks = 0;
+	bool ok = true;
+	for (unsigned c = 0; ok && c < os_cpu_count(); c++)
+		ok = check_pcp(z, &z->pcp[c], &pcp_blocks);
+	ok = ok && check_free_areas(z, &listed);
+	ok = ok && check_regions(z, listed, pcp_blocks);
+	return ok;
+}
+
+bool pc_page_check(void)
+{
+	bool ok = true;
+	for (unsigned i = 0; ok && i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		for (unsigned c = 0; c < os_cpu_count(); c++)
+			pc_spin_lock(&z->pcp[c].lock);
+		pc_lock_acquire(&z->lock);
+		ok = check_zone(z);
+		pc_lock_release(&z->lock);
+		for (unsigned c = 0; c < os_cpu_count(); c++)
+			pc_spin_unlock(&z->pcp[c].lock);
+	}
+	return ok;
+}

@@ -1,0 +1,259 @@
+/*
+ * page/page.h - the page allocator: nodes, zones split into instances, buddy
+ * free lists and per-CPU page lists (seeds 001 and 003).
+ *
+ * Memory comes from the OS in regions of PC_REGION_SIZE bytes, aligned to
+ * their size; each region belongs to one zone and carries one struct pc_page
+ * per 4 KiB page in a separate metadata mapping. A global region table maps
+ * any address to its region in O(1), so pc_page_of() finds the descriptor of
+ * any page we own without searching. Regions are never unmapped: free memory
+ * goes back to the OS with madvise, and a stale read of a freed page (the
+ * slab fast path does this, as SLUB does) sees zeroes, never a fault.
+ *
+ * Topology: a node has one zone type split into node->nr_zones instances; a
+ * CPU prefers instance (its index within its node) % nr_zones. When that one
+ * is empty it falls back to a sibling instance of its node that has plenty
+ * free (a quarter region), else grows its own instance with a new region
+ * (bound to the node), and only when the OS refuses takes any free memory of
+ * its node, then of other nodes, then drains every per-CPU list.
+ *
+ * Lock order (outermost first):  zone->grow_lock -> pcp->lock -> zone->lock
+ * (the slab layer's list_lock sits before pcp->lock; grow_lock is never taken
+ * with a pcp lock held, so in practice it nests only outside zone->lock).
+ *   pcp->lock   a spinlock only ever try-locked by allocation and free: if it
+ *               is busy (another thread on the same CPU number, or one that
+ *               migrated) the caller goes straight to the zone. Protects the
+ *               pcp lists, count and scaling factors.
+ *   zone->lock  the generic lock (kind from lock.kind). Protects the free
+ *               areas, free/dirty counters and the state/order/dirty fields of
+ *               every free block head of the zone.
+ *   zone->grow_lock  serialises mapping new regions for the zone, so that
+ *               concurrent misses map one region, not one each; the mmap
+ *               itself runs with zone->lock not held.
+ *
+ * Invariants (checked by pc_page_check()):
+ *   - a page has state PC_PG_BUDDY iff it heads a free block of its zone that
+ *     is on free_area[order]; the block is 2^order pages, aligned to its size;
+ *   - no free block's buddy is a free block of the same order (coalescing is
+ *     complete);
+ *   - zone->free_pages == sum over orders of nr_free[order] << order;
+ *   - zone->dirty_pages == sum of the sizes of free blocks with dirty set;
+ *   - pcp->count == sum over its lists of 2^order pages, every page on it has
+ *     state PC_PG_PCP.
+ */
+#ifndef PC_PAGE_H
+#define PC_PAGE_H
+
+#include "../ctl/options.h"
+#include "../lock/lock.h"
+#include "../os/os.h"
+
+#define PC_REGION_SHIFT  26 /* 64 MiB regions */
+#define PC_REGION_SIZE   ((size_t)1 << PC_REGION_SHIFT)
+#define PC_REGION_PAGES  (PC_REGION_SIZE >> PC_PAGE_SHIFT)
+#define PC_REGION_TABLE_BITS (47 - PC_REGION_SHIFT) /* user space is 47 bits */
+#define PC_PCP_MAX_ORDER 3 /* orders 0..3 go through the per-CPU lists */
+
+enum pc_page_state {
+	PC_PG_NONE = 0, /* inside a block, or not handed out */
+	PC_PG_BUDDY,    /* head of a free block on a buddy free list */
+	PC_PG_PCP,      /* head of a block on a per-CPU list */
+	PC_PG_ALLOC,    /* head of a block handed out by pc_alloc_pages */
+	PC_PG_SLAB,     /* head of a slab (set by the slab layer) */
+	PC_PG_TAIL,     /* a non-head page of a slab: head is valid */
+	PC_PG_LARGE,    /* head of a large malloc block (set by malloc) */
+};
+
+/*
+ * One per 4 KiB page, 64 bytes. Fields other than list/state/order/dirty are
+ * the owner's: the slab layer uses slab_word (freelist + counters, updated by
+ * a 16-byte compare-and-swap), owner and head.
+ */
+struct pc_page {
+	struct pc_list list;   /* free list, pcp list, or slab partial list */
+	_Alignas(16) unsigned __int128 slab_word;
+	void *owner;           /* slab: its cache */
+	struct pc_page *head;  /* PC_PG_TAIL: the slab's head page */
+	_Atomic uint8_t state; /* enum pc_page_state: use pc_pg_state/_set_state */
+	uint8_t order;         /* valid for heads */
+	uint8_t dirty;         /* PC_PG_BUDDY: may hold resident memory */
+	uint8_t flags;         /* owner's */
+	uint32_t aux;          /* owner's */
+	uint64_t aux2;         /* owner's */
+} PC_CACHE_ALIGNED;
+
+/*
+ * The state of a page is written by the block's owner without the zone lock
+ * (on allocation and free) while zone-lock holders read the states of the
+ * pages around it (coalescing). Relaxed atomics: a reader only needs some
+ * recent value, and an owner never writes PC_PG_BUDDY, the one state the
+ * readers act on, outside the zone lock. Plain byte moves on x86.
+ */
+PC_INLINE unsigned pc_pg_state(const struct pc_page *pg)
+{
+	return pc_load_relaxed(&((struct pc_page *)(uintptr_t)pg)->state);
+}
+PC_INLINE void pc_pg_set_state(struct pc_page *pg, unsigned state)
+{
+	pc_store_relaxed(&pg->state, (uint8_t)state);
+}
+
+struct pc_zone;
+
+/* A 64 MiB span of address space and the descriptors of its pages. */
+struct pc_region {
+	char *base;             /* PC_REGION_SIZE aligned */
+	struct pc_zone *zone;
+	struct pc_region *next; /* zone->regions, under zone->lock */
+	struct pc_page pages[PC_REGION_PAGES] PC_CACHE_ALIGNED;
+};
+/* The metadata mapping is aligned to this, so a descriptor finds its region
+ * by masking its own address. */
+#define PC_REGION_META_ALIGN ((size_t)2 << 20)
+
+struct pc_free_area {
+	struct pc_list list; /* dirty blocks at the head, clean at the tail */
+	size_t nr_free;
+};
+
+/* Per-CPU page lists of one zone (one per possible CPU). */
+struct pc_pcp {
+	struct pc_spin lock;     /* try-locked only */
+	int count;               /* pages on the lists */
+	uint8_t alloc_factor;    /* refill batch = batch << factor (<= scale_max) */
+	uint8_t free_factor;     /* drain batch = batch << factor (<= scale_max) */
+	struct pc_list lists[PC_PCP_MAX_ORDER + 1];
+	uint64_t refills, drains; /* under lock; statistics */
+	uint32_t last_refill;     /* pages moved by the last refill */
+	uint32_t last_drain;      /* pages moved by the last drain */
+} PC_CACHE_ALIGNED;
+
+struct pc_zone_stats {
+	_Atomic uint64_t alloc_calls, free_calls;     /* pc_alloc/free_pages */
+	_Atomic uint64_t pcp_hits, pcp_busy;          /* pcp served / pcp lock busy */
+	_Atomic uint64_t refills, refill_pages;       /* bulk moves zone -> pcp */
+	_Atomic uint64_t drains, drain_pages;         /* bulk moves pcp -> zone */
+	_Atomic uint64_t fallbacks;                   /* served by another zone */
+	_Atomic uint64_t regions_mapped, map_failures;
+	_Atomic uint64_t released_pages, release_calls;
+	_Atomic uint64_t refill_hist[PC_LOCK_HIST_BUCKETS]; /* refill ns, log2 */
+};
+
+struct pc_zone {
+	struct pc_lock lock;
+	struct pc_free_area free_area[PC_MAX_ORDER + 1];
+	size_t free_pages;     /* under lock */
+	size_t dirty_pages;    /* under lock */
+	_Atomic size_t free_hint;  /* copies of free_pages and dirty_pages for */
+	_Atomic size_t dirty_hint; /* lock-free looks (fallback, release) */
+	size_t managed_pages;  /* under lock: pages in all regions */
+	struct pc_region *regions;
+	struct pc_mutex grow_lock;
+	unsigned node, instance, id;
+	struct pc_pcp *pcp;    /* [os_cpu_count()] */
+	struct pc_lock_stats lock_stats;
+	struct pc_zone_stats stats;
+} PC_CACHE_ALIGNED;
+
+struct pc_node {
+	unsigned id;
+	unsigned nr_zones;
+	struct pc_zone *zones; /* [nr_zones] */
+	unsigned nr_cpus;      /* CPUs of this node */
+};
+
+/* ---- API ---------------------------------------------------------------- */
+/* Initialise (idempotent, thread-safe): options, topology, zones. The try
+ * form returns false (errno ENOMEM) when the OS refuses the metadata; the
+ * plain form then aborts with a message (for tests and tools). */
+bool pc_page_try_init(void);
+void pc_page_init(void);
+/* 2^order pages, aligned to their size, or NULL (errno = ENOMEM) when the OS
+ * refuses memory. order <= PC_MAX_ORDER. */
+void *pc_alloc_pages(unsigned order);
+/* Same, preferring the zones of `node` (< pc_node_count()). */
+void *pc_alloc_pages_node(unsigned order, unsigned node);
+/* Free a block from pc_alloc_pages with the same order. A double free or a
+ * pointer we do not own is reported and aborts. */
+void pc_free_pages(void *p, unsigned order);
+/* Drain every per-CPU list and return all free memory to the OS. Returns the
+ * bytes released. */
+size_t pc_page_trim(void);
+/* Drain the per-CPU lists of every zone for every CPU. */
+void pc_page_drain_all(void);
+
+unsigned pc_node_count(void);
+unsigned pc_cpu_node(unsigned cpu);
+struct pc_node *pc_node_get(unsigned node);
+/* Zone instance a CPU prefers. */
+struct pc_zone *pc_zone_preferred(unsigned cpu);
+/* Number of zones across all nodes, and zone i of that flat list. */
+unsigned pc_zone_count(void);
+struct pc_zone *pc_zone_get(unsigned i);
+
+/* Walk every structure and check the invariants above; on failure print what
+ * broke and return false. Takes every zone lock and pcp lock in turn. */
+bool pc_page_check(void);
+
+/* fork(): take every page lock (pcp then zone), release, or reset in the child. */
+void pc_page_prefork(void);
+void pc_page_postfork_parent(void);
+void pc_page_postfork_child(void);
+
+/* ---- descriptor lookup ------------------------------------------------------ */
+extern struct pc_region *_Atomic pc_region_table[(size_t)1 << PC_REGION_TABLE_BITS];
+
+PC_INLINE struct pc_region *pc_region_of(const void *p)
+{
+	uintptr_t i = (uintptr_t)p >> PC_REGION_SHIFT;
+	if (pc_unlikely(i >= ((uintptr_t)1 << PC_REGION_TABLE_BITS)))
+		return NULL;
+	/* Acquire pairs with the release that publishes a region: its base and
+	 * zone are visible before the pointer is. */
+	return pc_load_acquire(&pc_region_table[i]);
+}
+/* Descriptor of the page holding p, or NULL if p is not in any region. */
+PC_INLINE struct pc_page *pc_page_of(const void *p)
+{
+	struct pc_region *r = pc_region_of(p);
+	if (pc_unlikely(!r))
+		return NULL;
+	return &r->pages[((uintptr_t)p - (uintptr_t)r->base) >> PC_PAGE_SHIFT];
+}
+/* Descriptor of a page known to be ours (from pc_alloc_pages). */
+PC_INLINE struct pc_page *pc_page_of_owned(const void *p)
+{
+	struct pc_region *r = pc_load_acquire(&pc_region_table[(uintptr_t)p >> PC_REGION_SHIFT]);
+	return &r->pages[((uintptr_t)p - (uintptr_t)r->base) >> PC_PAGE_SHIFT];
+}
+PC_INLINE struct pc_region *pc_page_region(const struct pc_page *pg)
+{
+	return (struct pc_region *)((uintptr_t)pg & ~(PC_REGION_META_ALIGN - 1));
+}
+PC_INLINE void *pc_page_address(const struct pc_page *pg)
+{
+	struct pc_region *r = pc_page_region(pg);
+	return r->base + ((size_t)(pg - r->pages) << PC_PAGE_SHIFT);
+}
+
+/* ---- layer-private: shared between the files of src/page/ ------------------ */
+/* "buddy.c" */
+struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order);
+void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, bool dirty);
+struct pc_page *zone_alloc(struct pc_zone *z, unsigned order);
+void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order);
+bool zone_grow(struct pc_zone *z);
+size_t zone_release(struct pc_zone *z, size_t keep_pages);
+void zone_maybe_release(struct pc_zone *z);
+void zone_release_fork_child(void);
+bool page_stats_on(void);
+void zone_publish_hints_locked(struct pc_zone *z);
+/* "pcp.c" */
+struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order);
+void pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order);
+void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages);
+void pcp_init(struct pc_pcp *pcp);
+/* "topology.c" */
+bool page_numa_bind(void);
+
+#endif /* PC_PAGE_H */

@@ -1,0 +1,153 @@
+/*
+ * page/pcp.c - per-CPU page lists: small blocks (orders 0..PC_PCP_MAX_ORDER)
+ * cached per CPU and per zone, so that most page allocations and frees take
+ * no zone lock (seed 001).
+ *
+ * Batching: a refill takes `batch << alloc_factor` pages from the zone under
+ * one zone-lock hold; each refill that finds room raises alloc_factor by one,
+ * up to vm.pcp_batch_scale_max, so a CPU that keeps allocating moves ever
+ * larger batches and takes the zone lock ever more rarely. Frees scale the
+ * drain the same way with free_factor. A drain halves alloc_factor and a
+ * refill halves free_factor, so a CPU that turns from allocating to freeing
+ * starts again from small batches. The scale cap is read at every use, so a
+ * run-time change of vm.pcp_batch_scale_max takes effect at the next batch:
+ * 0 keeps each zone-lock hold short (latency), 5 amortises it (throughput).
+ *
+ * Every function here runs with pcp->lock held (try-locked by the caller).
+ */
+#include "page.h"
+
+void pcp_init(struct pc_pcp *pcp)
+{
+	pc_spin_init(&pcp->lock);
+	pcp->count = 0;
+	pcp->alloc_factor = pcp->free_factor = 0;
+	for (unsigned o = 0; o <= PC_PCP_MAX_ORDER; o++)
+		pc_list_init(&pcp->lists[o]);
+}
+
+static unsigned scale_max(void)
+{
+	return (unsigned)pc_option(PC_OPT_VM_PCP_BATCH_SCALE_MAX);
+}
+
+/* Blocks of the order to take in the next refill (kernel: nr_pcp_alloc). */
+static int refill_blocks(struct pc_pcp *pcp, unsigned order)
+{
+	int batch = (int)pc_option(PC_OPT_VM_PCP_BATCH);
+	int high = (int)pc_option(PC_OPT_VM_PCP_HIGH);
+	unsigned cap = scale_max();
+	int base = PC_MAX(batch >> order, 2);
+	int room = high > pcp->count ? (high - pcp->count) >> order : 0;
+	int max_blocks = PC_MAX(room, base);
+
+	if (pcp->alloc_factor > cap)
+		pcp->alloc_factor = (uint8_t)cap;
+	int n = base << pcp->alloc_factor;
+	if (n <= max_blocks && pcp->alloc_factor < cap)
+		pcp->alloc_factor++;
+	return PC_MIN(n, max_blocks);
+}
+
+/* Move a batch of blocks from the zone to the list of `order`; the number of
+ * blocks moved, 0 if the zone had none. */
+static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
+{
+	uint8_t factor = pcp->alloc_factor;
+	int want = refill_blocks(pcp, order), got = 0;
+	bool stats = page_stats_on();
+	uint64_t t0 = stats ? os_now_ns() : 0;
+
+	pc_lock_acquire(&z->lock);
+	for (; got < want; got++) {
+		struct pc_page *pg = zone_alloc_block_locked(z, order);
+		if (!pg)
+			break;
+		pc_pg_set_state(pg, PC_PG_PCP);
+		pc_list_add_tail(&pg->list, &pcp->lists[order]);
+	}
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	if (got == 0) { /* an empty zone: no batch moved, nothing to scale */
+		pcp->alloc_factor = factor;
+		return 0;
+	}
+
+	pcp->count += got << order;
+	pcp->refills++;
+	pcp->last_refill = (uint32_t)(got << order);
+	pcp->free_factor >>= 1;
+	if (stats) {
+		uint64_t ns = os_now_ns() - t0;
+		pc_add_relaxed(&z->stats.refills, 1);
+		pc_add_relaxed(&z->stats.refill_pages, (uint64_t)got << order);
+		pc_add_relaxed(&z->stats.refill_hist[pc_lock_hist_bucket(ns)], 1);
+	}
+	return got;
+}
+
+/* Take a block of `order` from the pcp, refilling from the zone if empty. */
+struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
+{
+	struct pc_list *l = &pcp->lists[order];
+	if (pc_list_empty(l) && pcp_refill(z, pcp, order) == 0)
+		return NULL;
+	struct pc_page *pg = pc_list_first(l, struct pc_page, list);
+	pc_list_del(&pg->list);
+	pcp->count -= 1 << order;
+	pc_pg_set_state(pg, PC_PG_ALLOC);
+	return pg;
+}
+
+/*
+ * Return at least `pages` pages (or all) to the zone under one zone-lock
+ * hold, coldest first: from the tails, cycling over the orders.
+ */
+void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
+{
+	int moved = 0;
+	pc_lock_acquire(&z->lock);
+	while (moved < pages && pcp->count > 0) {
+		for (unsigned o = 0; o <= PC_PCP_MAX_ORDER && moved < pages; o++) {
+			struct pc_list *l = &pcp->lists[o];
+			if (pc_list_empty(l))
+				continue;
+			struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
+			pc_list_del(&pg->list);
+			pc_pg_set_state(pg, PC_PG_NONE);
+			zone_free_block_locked(z, pg, o, true);
+			moved += 1 << o;
+			pcp->count -= 1 << o;
+		}
+	}
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	pcp->drains++;
+	pcp->last_drain = (uint32_t)moved;
+	if (page_stats_on()) {
+		pc_add_relaxed(&z->stats.drains, 1);
+		pc_add_relaxed(&z->stats.drain_pages, (uint64_t)moved);
+	}
+}
+
+/* Put a block on the pcp; past `high` pages, drain a scaled batch. */
+void pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order)
+{
+	int high = (int)pc_option(PC_OPT_VM_PCP_HIGH);
+
+	pc_pg_set_state(pg, PC_PG_PCP);
+	pg->order = (uint8_t)order;
+	pc_list_add(&pg->list, &pcp->lists[order]);
+	pcp->count += 1 << order;
+	if (pc_likely(pcp->count <= high))
+		return;
+
+	unsigned cap = scale_max();
+	if (pcp->free_factor > cap)
+		pcp->free_factor = (uint8_t)cap;
+	int batch = (int)pc_option(PC_OPT_VM_PCP_BATCH) << pcp->free_factor;
+	if (pcp->free_factor < cap)
+		pcp->free_factor++;
+	pcp->alloc_factor >>= 1;
+	pcp_drain_locked(z, pcp, PC_MAX(batch, pcp->count - high));
+}

@@ -1,0 +1,156 @@
+/*
+ * page/topology.c - nodes, zone instances and which zone each CPU prefers.
+ *
+ * Built once by pc_page_init() and read-only afterwards (no lock needed to
+ * read it). Nodes come from the OS, or from vm.numa_fake, which deals the
+ * CPUs round-robin into N nodes as the kernel's numa=fake splits a machine,
+ * so that per-node behaviour can be tested on a one-node machine.
+ *
+ * Zone instances (seed 003): the kernel patch splits a zone into one instance
+ * per ~256 GB because big memory comes with many CPUs; what hurts is the
+ * number of CPUs sharing one zone lock. In a process the zone covers only the
+ * heap, so pcmalloc sizes the split by CPUs: one instance per 16 CPUs of the
+ * node, but no more than one per 64 GiB of the node's memory, so small
+ * machines keep a single zone. vm.zone_instances overrides it.
+ */
+#include "page.h"
+
+#include <errno.h>
+
+static struct pc_node nodes[PC_MAX_NODES];
+static unsigned nr_nodes;
+static struct pc_zone *zone_table[PC_MAX_NODES * 64];
+static unsigned nr_zones;
+static uint16_t cpu_node[PC_MAX_CPUS];
+static uint16_t cpu_zone[PC_MAX_CPUS]; /* instance index within the node */
+static bool numa_bind;
+/* 0 not started, 1 in progress, 2 ready. */
+static _Atomic uint32_t init_state;
+
+unsigned pc_node_count(void) { return nr_nodes; }
+unsigned pc_cpu_node(unsigned cpu) { return cpu_node[cpu % os_cpu_count()]; }
+struct pc_node *pc_node_get(unsigned node) { return &nodes[node]; }
+unsigned pc_zone_count(void) { return nr_zones; }
+struct pc_zone *pc_zone_get(unsigned i) { return zone_table[i]; }
+bool page_numa_bind(void) { return numa_bind; }
+
+struct pc_zone *pc_zone_preferred(unsigned cpu)
+{
+	cpu %= os_cpu_count();
+	return &nodes[cpu_node[cpu]].zones[cpu_zone[cpu]];
+}
+
+static void stats_hook(long on)
+{
+	pc_store_relaxed(&pc_lock_stats_enabled, on != 0);
+}
+
+/* Assign CPUs to nodes; count each node's CPUs. */
+static void map_cpus(void)
+{
+	unsigned ncpu = os_cpu_count();
+	long fake = pc_option(PC_OPT_VM_NUMA_FAKE);
+
+	nr_nodes = fake > 0 ? (unsigned)fake : os_numa_node_count();
+	if (nr_nodes > PC_MAX_NODES)
+		nr_nodes = PC_MAX_NODES;
+	numa_bind = fake == 0 && nr_nodes > 1;
+	for (unsigned c = 0; c < ncpu && c < PC_MAX_CPUS; c++) {
+		unsigned n = fake > 0 ? c % nr_nodes : os_cpu_to_node(c) % nr_nodes;
+		cpu_node[c] = (uint16_t)n;
+		cpu_zone[c] = (uint16_t)nodes[n].nr_cpus++; /* index within node, for now */
+	}
+}
+
+static unsigned default_instances(const struct pc_node *n)
+{
+	size_t mem_per_node = os_physical_memory() / nr_nodes;
+	unsigned by_cpus = n->nr_cpus / 16;
+	unsigned by_mem = (unsigned)(mem_per_node >> 36); /* 64 GiB */
+	return PC_MAX(1u, PC_MIN(by_cpus, by_mem));
+}
+
+static bool zone_setup(struct pc_zone *z, unsigned node, unsigned instance)
+{
+	size_t pcp_bytes = pc_align_up(sizeof(struct pc_pcp) * os_cpu_count(), PC_PAGE_SIZE);
+	z->pcp = os_map(pcp_bytes, PC_PAGE_SIZE);
+	if (!z->pcp)
+		return false;
+	for (unsigned c = 0; c < os_cpu_count(); c++)
+		pcp_init(&z->pcp[c]);
+	pc_lock_init(&z->lock, "zone", (enum pc_lock_kind)pc_option(PC_OPT_LOCK_KIND));
+	pc_lock_register(&z->lock, &z->lock_stats);
+	pc_mutex_init(&z->grow_lock);
+	for (unsigned o = 0; o <= PC_MAX_ORDER; o++)
+		pc_list_init(&z->free_area[o].list);
+	z->node = node;
+	z->instance = instance;
+	z->id = nr_zones;
+	zone_table[nr_zones++] = z;
+	return true;
+}
+
+static bool build_zones(void)
+{
+	long forced = pc_option(PC_OPT_VM_ZONE_INSTANCES);
+	for (unsigned n = 0; n < nr_nodes; n++) {
+		struct pc_node *node = &nodes[n];
+		unsigned count = forced > 0 ? (unsigned)forced : default_instances(node);
+		size_t bytes = pc_align_up(sizeof(struct pc_zone) * count, PC_PAGE_SIZE);
+		node->id = n;
+		node->zones = os_map(bytes, PC_PAGE_SIZE);
+		if (!node->zones)
+			return false;
+		node->nr_zones = count;
+		for (unsigned i = 0; i < count; i++)
+			if (!zone_setup(&node->zones[i], n, i))
+				return false;
+	}
+	for (unsigned c = 0; c < os_cpu_count() && c < PC_MAX_CPUS; c++)
+		cpu_zone[c] = (uint16_t)(cpu_zone[c] % nodes[cpu_node[c]].nr_zones);
+	return true;
+}
+
+static bool page_init_once(void)
+{
+	os_init();
+	pc_options_init();
+	pc_option_on_change(PC_OPT_STATS_ENABLE, stats_hook);
+	stats_hook(pc_option(PC_OPT_STATS_ENABLE));
+	map_cpus();
+	return build_zones();
+}
+
+/*
+ * Thread-safe and idempotent. Callers that lose the race wait for the winner.
+ * If start-up cannot map its metadata the state goes back to 0, so that a
+ * later call tries again. Returns false when the allocator is not usable.
+ */
+bool pc_page_try_init(void)
+{
+	uint32_t s = pc_load_acquire(&init_state); /* pairs with the release below */
+	if (pc_likely(s == 2))
+		return true;
+	s = 0;
+	if (pc_cas_strong_acquire(&init_state, &s, 1)) {
+		bool ok = page_init_once();
+		if (!ok) { /* forget partial state, retry later */
+			for (unsigned n = 0; n < PC_MAX_NODES; n++)
+				nodes[n].nr_cpus = nodes[n].nr_zones = 0;
+			nr_zones = 0;
+			errno = ENOMEM;
+		}
+		/* Release: the tables above are visible to whoever sees 2. */
+		pc_store_release(&init_state, ok ? 2 : 0);
+		return ok;
+	}
+	while ((s = pc_load_acquire(&init_state)) == 1)
+		os_yield();
+	return s == 2 || pc_page_try_init();
+}
+
+void pc_page_init(void)
+{
+	if (!pc_page_try_init())
+		pc_fatal("cannot map the page allocator's metadata at start-up");
+}
