@@ -79,18 +79,34 @@ void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
 	free_area_add(z, &r->pages[idx], order, dirty);
 }
 
+/* Smallest order >= `order` whose list starts with a dirty block (dirty
+ * blocks sit at the heads), else the smallest with any block; or > MAX. */
+static unsigned pick_order(struct pc_zone *z, unsigned order)
+{
+	unsigned first = PC_MAX_ORDER + 1;
+	for (unsigned o = order; o <= PC_MAX_ORDER; o++) {
+		if (z->free_area[o].nr_free == 0)
+			continue;
+		if (pc_list_first(&z->free_area[o].list, struct pc_page, list)->dirty)
+			return o;
+		if (first > PC_MAX_ORDER)
+			first = o;
+	}
+	return first;
+}
+
 /*
- * Take a block of 2^order pages: the first block of the smallest order that
- * has one, split down, the upper halves going back on their free lists.
+ * Take a block of 2^order pages, split down from a larger one if need be,
+ * the upper halves going back on their free lists. Resident (dirty) memory
+ * is preferred even when it means splitting a larger block: reusing it costs
+ * no page faults, while taking clean blocks would let dirty ones pile up
+ * until they are released and faulted in again.
  * Returns the head with state PC_PG_NONE (the caller sets it), or NULL.
  */
 struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order)
 {
-	unsigned o = order;
-
 	pc_lock_assert_held(&z->lock);
-	while (o <= PC_MAX_ORDER && z->free_area[o].nr_free == 0)
-		o++;
+	unsigned o = pick_order(z, order);
 	if (o > PC_MAX_ORDER)
 		return NULL;
 	struct pc_page *pg = pc_list_first(&z->free_area[o].list, struct pc_page, list);
@@ -230,12 +246,6 @@ size_t zone_release(struct pc_zone *z, size_t keep_pages)
 	return released;
 }
 
-/*
- * Called after frees into the zone: above vm.release_watermark_kb of dirty
- * free memory, release down to half of it (hysteresis, so that a program
- * freeing and allocating around the mark does not madvise on every call).
- * One thread releases at a time; the others go on.
- */
 static _Atomic uint32_t releasing; /* one releaser process-wide is plenty */
 
 /* In a fork child: a releaser of the parent does not exist there. */
@@ -244,14 +254,29 @@ void zone_release_fork_child(void)
 	pc_store_relaxed(&releasing, 0);
 }
 
+/*
+ * Called after frees into the zone. Dirty free memory above
+ * vm.release_watermark_kb goes back to the OS, down to half the mark
+ * (hysteresis), but at most once a second while it stays under four times
+ * the mark: "dirty" over-counts (a freed block counts as resident even where
+ * it was never touched), and releasing memory that is about to be reused
+ * only buys page faults. Past four times the mark it goes back at once, so a
+ * program that frees most of its memory sees its RSS fall. One thread
+ * releases at a time; the others go on.
+ */
 void zone_maybe_release(struct pc_zone *z)
 {
 	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
 	/* Racy read: at worst we release a moment late or check once too often. */
-	if (pc_likely(pc_load_relaxed(&z->dirty_hint) <= mark))
+	size_t dirty = pc_load_relaxed(&z->dirty_hint);
+	if (pc_likely(dirty <= mark))
+		return;
+	uint64_t now = os_now_ns();
+	if (dirty <= 4 * mark && now - pc_load_relaxed(&z->last_release_ns) < 1000000000u)
 		return;
 	if (pc_xchg_acquire(&releasing, 1))
 		return;
+	pc_store_relaxed(&z->last_release_ns, now);
 	zone_release(z, mark / 2);
 	pc_store_release(&releasing, 0);
 }

@@ -146,6 +146,7 @@ struct pc_zone {
 	size_t dirty_pages;    /* under lock */
 	_Atomic size_t free_hint;  /* copies of free_pages and dirty_pages for */
 	_Atomic size_t dirty_hint; /* lock-free looks (fallback, release) */
+	_Atomic uint64_t last_release_ns; /* zone_maybe_release's rate limit */
 	size_t managed_pages;  /* under lock: pages in all regions */
 	struct pc_region *regions;
 	struct pc_mutex grow_lock;

@@ -93,8 +93,9 @@ TEST(release_at_watermark)
 	if (r2 + 200 * MiB > r1)
 		fprintf(stderr, "  resident %zu MiB touched, %zu MiB after the frees\n",
 			r1 / MiB, r2 / MiB);
-	/* What stays dirty is bounded by the watermark (8 MiB = 2048 pages). */
-	CHECK(dirty_total() <= 2048);
+	/* What stays dirty is bounded by four times the watermark (8 MiB = 2048
+	 * pages): up to there releases are rate-limited (zone_maybe_release). */
+	CHECK(dirty_total() <= 4 * 2048);
 	CHECK(pc_page_check());
 }
 
