@@ -26,7 +26,7 @@ static void free_area_add(struct pc_zone *z, struct pc_page *pg, unsigned order,
 {
 	struct pc_free_area *fa = &z->free_area[order];
 	pc_pg_set_state(pg, PC_PG_BUDDY);
-	pg->order = (uint8_t)order;
+	pc_pg_set_order(pg, order);
 	pg->dirty = dirty;
 	/* Dirty blocks first: allocation takes from the head and so reuses
 	 * resident memory before memory that would fault in again. */
@@ -69,7 +69,7 @@ void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
 	while (order < PC_MAX_ORDER) {
 		size_t buddy_idx = idx ^ ((size_t)1 << order);
 		struct pc_page *buddy = &r->pages[buddy_idx];
-		if (pc_pg_state(buddy) != PC_PG_BUDDY || buddy->order != order)
+		if (pc_pg_state(buddy) != PC_PG_BUDDY || pc_pg_order(buddy) != order)
 			break;
 		dirty |= buddy->dirty;
 		free_area_del(z, buddy, order);
@@ -116,7 +116,7 @@ struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order)
 		o--;
 		free_area_add(z, pg + ((size_t)1 << o), o, dirty);
 	}
-	pg->order = (uint8_t)order;
+	pc_pg_set_order(pg, order);
 	pg->dirty = dirty;
 	return pg;
 }

@@ -27,14 +27,14 @@ static bool check_free_areas(struct pc_zone *z, size_t *blocks)
 			struct pc_region *r = pc_page_region(pg);
 			size_t idx = (size_t)(pg - r->pages);
 			CHECK_OR_FAIL(r->zone == z, "zone %u: block of another zone on its list", z->id);
-			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_BUDDY && pg->order == o,
+			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_BUDDY && pc_pg_order(pg) == o,
 				      "zone %u: order-%u list holds page state %u order %u",
-				      z->id, o, pc_pg_state(pg), pg->order);
+				      z->id, o, pc_pg_state(pg), pc_pg_order(pg));
 			CHECK_OR_FAIL((idx & (((size_t)1 << o) - 1)) == 0,
 				      "zone %u: misaligned order-%u block", z->id, o);
 			if (o < PC_MAX_ORDER) {
 				struct pc_page *b = &r->pages[idx ^ ((size_t)1 << o)];
-				CHECK_OR_FAIL(!(pc_pg_state(b) == PC_PG_BUDDY && b->order == o),
+				CHECK_OR_FAIL(!(pc_pg_state(b) == PC_PG_BUDDY && pc_pg_order(b) == o),
 					      "zone %u: order-%u buddies both free (not coalesced)", z->id, o);
 			}
 			n++;
@@ -67,7 +67,7 @@ static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_bl
 			if (pc_pg_state(pg) != PC_PG_BUDDY && pc_pg_state(pg) != PC_PG_PCP)
 				continue;
 			CHECK_OR_FAIL(i >= covered, "zone %u: free blocks overlap at page %zu", z->id, i);
-			covered = i + ((size_t)1 << pg->order);
+			covered = i + ((size_t)1 << pc_pg_order(pg));
 			if (pc_pg_state(pg) == PC_PG_BUDDY)
 				buddy_heads++;
 			else
@@ -90,9 +90,9 @@ static bool check_pcp(struct pc_zone *z, struct pc_pcp *pcp, size_t *blocks)
 		struct pc_list *it;
 		pc_list_for_each(it, &pcp->lists[o]) {
 			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_PCP && pg->order == o,
+			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_PCP && pc_pg_order(pg) == o,
 				      "zone %u: pcp order-%u list holds state %u order %u",
-				      z->id, o, pc_pg_state(pg), pg->order);
+				      z->id, o, pc_pg_state(pg), pc_pg_order(pg));
 			CHECK_OR_FAIL(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign page", z->id);
 			pages += 1 << o;
 			(*blocks)++;

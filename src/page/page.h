@@ -75,7 +75,7 @@ struct pc_page {
 	void *owner;           /* slab: its cache */
 	struct pc_page *head;  /* PC_PG_TAIL: the slab's head page */
 	_Atomic uint8_t state; /* enum pc_page_state: use pc_pg_state/_set_state */
-	uint8_t order;         /* valid for heads */
+	_Atomic uint8_t order; /* valid for heads: use pc_pg_order/_set_order */
 	uint8_t dirty;         /* PC_PG_BUDDY: may hold resident memory */
 	uint8_t flags;         /* owner's */
 	uint32_t aux;          /* owner's */
@@ -96,6 +96,16 @@ PC_INLINE unsigned pc_pg_state(const struct pc_page *pg)
 PC_INLINE void pc_pg_set_state(struct pc_page *pg, unsigned state)
 {
 	pc_store_relaxed(&pg->state, (uint8_t)state);
+}
+
+/* The order, likewise: the double-free check reads it without a lock. */
+PC_INLINE unsigned pc_pg_order(const struct pc_page *pg)
+{
+	return pc_load_relaxed(&((struct pc_page *)(uintptr_t)pg)->order);
+}
+PC_INLINE void pc_pg_set_order(struct pc_page *pg, unsigned order)
+{
+	pc_store_relaxed(&pg->order, (uint8_t)order);
 }
 
 struct pc_zone;

@@ -110,7 +110,7 @@ static void *alloc_on(struct pc_zone *z, unsigned cpu, unsigned order)
 		errno = ENOMEM;
 		return NULL;
 	}
-	pc_assert_internal(pc_pg_state(pg) == PC_PG_ALLOC && pg->order == order);
+	pc_assert_internal(pc_pg_state(pg) == PC_PG_ALLOC && pc_pg_order(pg) == order);
 	return pc_page_address(pg);
 }
 
@@ -153,7 +153,7 @@ static bool inside_free_block(struct pc_page *pg)
 	for (unsigned o = 0; o <= PC_MAX_ORDER; o++) {
 		struct pc_page *head = &r->pages[idx & ~(((size_t)1 << o) - 1)];
 		unsigned st = pc_pg_state(head);
-		if ((st == PC_PG_BUDDY || st == PC_PG_PCP) && head->order >= o)
+		if ((st == PC_PG_BUDDY || st == PC_PG_PCP) && pc_pg_order(head) >= o)
 			return true;
 	}
 	return false;

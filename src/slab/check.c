@@ -1,0 +1,145 @@
+/*
+ * slab/check.c - the invariant walker of a cache: every object is in exactly
+ * one place (allocated, a CPU freelist, or its slab's freelist), every slab's
+ * counters and frozen/listed state agree with where the slab is, and the node
+ * counts add up. Slow; only while no other thread uses the cache.
+ */
+#include "slab.h"
+
+#define FAIL(...)                         \
+	do {                              \
+		pc_message(__VA_ARGS__);  \
+		return -1;                \
+	} while (0)
+
+struct walk {
+	struct pc_cache *s;
+	uint8_t *seen;          /* one byte per object of the slab being walked */
+	long slabs, objects, allocated;
+};
+
+/* Mark every object of a freelist chain; -1 if one is foreign or twice. */
+static long walk_chain(struct walk *w, struct pc_page *slab, void *head)
+{
+	char *base = pc_page_address(slab);
+	unsigned objects = PC_SLAB_OBJECTS(pc_load_relaxed(&slab_word(slab)->word));
+	long n = 0;
+	for (char *o = head; o; o = slab_next(w->s, o), n++) {
+		size_t off = (size_t)(o - base);
+		if (o < base || off % w->s->size || off / w->s->size >= objects)
+			FAIL("cache %s: free object %p is not a slot of its slab", w->s->name, (void *)o);
+		if (w->seen[off / w->s->size]++)
+			FAIL("cache %s: object %p is free twice", w->s->name, (void *)o);
+	}
+	return n;
+}
+
+/* Which CPU holds the slab, as CPU slab (1) or on its partial list (2). */
+static int cpu_role(struct pc_cache *s, struct pc_page *slab, struct pc_cache_cpu **owner)
+{
+	for (unsigned c = 0; c < os_cpu_count(); c++) {
+		*owner = &s->cpu[c];
+		if (pc_load_relaxed(&s->cpu[c].slab) == slab)
+			return 1;
+		for (struct pc_page *p = s->cpu[c].partial; p; p = (struct pc_page *)(void *)p->list.next)
+			if (p == slab)
+				return 2;
+	}
+	return 0;
+}
+
+static long check_slab(struct walk *w, struct pc_page *slab)
+{
+	struct pc_cache *s = w->s;
+	struct pc_cache_cpu *c = NULL;
+	uint64_t cnt = pc_load_relaxed(&slab_word(slab)->word);
+	void *fl = pc_load_relaxed(&slab_word(slab)->ptr);
+	unsigned objects = PC_SLAB_OBJECTS(cnt);
+	int role = cpu_role(s, slab, &c);
+
+	for (unsigned i = 0; i < objects; i++)
+		w->seen[i] = 0;
+	long on_slab = walk_chain(w, slab, fl);
+	long on_cpu = role == 1 ? walk_chain(w, slab, pc_load_relaxed(&c->fl.ptr)) : 0;
+	if (on_slab < 0 || on_cpu < 0)
+		return -1;
+	if (PC_SLAB_INUSE(cnt) != objects - on_slab)
+		FAIL("cache %s: slab inuse %u but %ld of %u objects free", s->name,
+		     PC_SLAB_INUSE(cnt), on_slab, objects);
+	if (PC_SLAB_FROZEN(cnt) != (role != 0))
+		FAIL("cache %s: slab frozen=%u but CPU role %d", s->name, PC_SLAB_FROZEN(cnt), role);
+	bool listed = slab->flags & PC_SLAB_ON_PARTIAL;
+	if (role && listed)
+		FAIL("cache %s: a CPU's slab is on a node partial list", s->name);
+	if (!role && !listed && (fl || PC_SLAB_INUSE(cnt) != objects))
+		FAIL("cache %s: unlisted unfrozen slab is not full", s->name);
+	if (listed && !fl)
+		FAIL("cache %s: node partial slab has no free object", s->name);
+	w->slabs++;
+	w->objects += objects;
+	w->allocated += (long)objects - on_slab - on_cpu;
+	return 0;
+}
+
+/* Node lists: flags and counts agree; CPU partial lists: their counts. */
+static long check_nodes(struct pc_cache *s)
+{
+	for (unsigned c = 0; c < os_cpu_count(); c++) {
+		unsigned n = 0;
+		for (struct pc_page *p = s->cpu[c].partial; p; p = (struct pc_page *)(void *)p->list.next)
+			n++;
+		if (n != s->cpu[c].nr_partial)
+			FAIL("cache %s: CPU %u nr_partial %u, list %u", s->name, c, s->cpu[c].nr_partial, n);
+	}
+	for (unsigned i = 0; i < pc_node_count(); i++) {
+		struct pc_cache_node *n = s->node[i];
+		unsigned long count = 0;
+		struct pc_list *it;
+		pc_list_for_each(it, &n->partial) {
+			struct pc_page *slab = pc_list_entry(it, struct pc_page, list);
+			if (!(slab->flags & PC_SLAB_ON_PARTIAL) || slab->owner != s || slab_node(s, slab) != n)
+				FAIL("cache %s: node %u lists a slab that is not its partial slab", s->name, i);
+			count++;
+		}
+		if (count != pc_load_relaxed(&n->nr_partial))
+			FAIL("cache %s: node %u nr_partial %lu, list %lu", s->name, i,
+			     pc_load_relaxed(&n->nr_partial), count);
+	}
+	return 0;
+}
+
+static long walk_zone(struct walk *w, struct pc_zone *z)
+{
+	long rc = 0;
+	pc_lock_acquire(&z->lock); /* the region list */
+	for (struct pc_region *r = z->regions; r && rc == 0; r = r->next)
+		for (size_t i = 0; i < PC_REGION_PAGES && rc == 0; i++)
+			if (pc_pg_state(&r->pages[i]) == PC_PG_SLAB && r->pages[i].owner == w->s)
+				rc = check_slab(w, &r->pages[i]);
+	pc_lock_release(&z->lock);
+	return rc;
+}
+
+long pc_cache_check(struct pc_cache *s)
+{
+	struct walk w = { .s = s };
+	size_t scratch = pc_align_up(0x1000000, PC_PAGE_SIZE); /* objects per slab < 2^24 */
+	w.seen = os_map(scratch, PC_PAGE_SIZE);
+	if (!w.seen)
+		FAIL("cache %s: no memory to check it", s->name);
+	long rc = check_nodes(s);
+	for (unsigned i = 0; rc == 0 && i < pc_zone_count(); i++)
+		rc = walk_zone(&w, pc_zone_get(i));
+	os_unmap(w.seen, scratch);
+	if (rc < 0)
+		return -1;
+	long slabs = 0, objects = 0;
+	for (unsigned i = 0; i < pc_node_count(); i++) {
+		slabs += pc_load_relaxed(&s->node[i]->nr_slabs);
+		objects += pc_load_relaxed(&s->node[i]->total_objects);
+	}
+	if (slabs != w.slabs || objects != w.objects)
+		FAIL("cache %s: nodes count %ld slabs/%ld objects, walk found %ld/%ld",
+		     s->name, slabs, objects, w.slabs, w.objects);
+	return w.allocated;
+}

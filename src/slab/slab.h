@@ -1,0 +1,333 @@
+/*
+ * slab/slab.h - SLUB-style object caches (seeds 000 and 002).
+ *
+ * A cache hands out objects of one size. Its memory is slabs: 2^order pages
+ * from the page allocator, cut into `objects` slots. The descriptor of a
+ * slab is the struct pc_page of its first page (state PC_PG_SLAB); the other
+ * pages are PC_PG_TAIL and point to it, so the slab of any object is found in
+ * O(1) from the page allocator's region table.
+ *
+ * ---- The life of a slab -------------------------------------------------
+ *   new ──> CPU slab ──(no free object left)──> full ──(a free)──> CPU partial
+ *            ^   │                               │                      │
+ *            │   └─(flush / deactivate, some free)──> node partial <────┘ (overflow,
+ *            │                                         │    ^             unfreeze)
+ *            └──────────── (get_partial) ──────────────┘    │
+ *   node partial with no object in use, beyond min_partial ──> page allocator
+ *
+ *   frozen = 1  the slab belongs to one CPU structure: it is that CPU's slab
+ *               or on its partial list. Only the owner lists or unlists it;
+ *               others may only push freed objects onto its freelist.
+ *   frozen = 0  the slab is on its node's partial list (PC_SLAB_ON_PARTIAL
+ *               set, under list_lock) or full and on no list.
+ *
+ * ---- Where a free object is --------------------------------------------
+ *   exactly one of: the CPU freelist c->freelist (objects of c->slab only);
+ *   the slab's own freelist (page word); allocated to a user. counters.inuse
+ *   counts objects not on the slab's own freelist, so for a CPU slab it
+ *   includes the objects on the CPU freelist.
+ *
+ * ---- Locks (outermost first) -----------------------------------------------
+ *   slab_mutex (global: the cache list, creation, tunable changes)
+ *     -> c->lock  (per cache and CPU number: the CPU slab, the CPU partial
+ *                  list, and every change of c->slab; a spinlock, held only
+ *                  by slow paths)
+ *       -> n->list_lock  (per cache and node: the node partial list,
+ *                  nr_partial and the PC_SLAB_ON_PARTIAL flag; kind from
+ *                  lock.kind, with statistics)
+ *         -> page allocator locks (pcp -> zone).
+ *   Lock-free: the fast paths and the slab freelist/counters word.
+ *
+ * ---- Fast path safety in user space (the kernel's this_cpu_cmpxchg_double
+ * is atomic only against its own CPU; here any thread may touch any CPU's
+ * structure after a migration) ------------------------------------------------
+ *   c->freelist and c->tid form one 16-byte word updated only by a locked
+ *   cmpxchg16b. Every successful update adds 2 to tid, so a thread that read
+ *   the CPU number, was preempted or migrated, and comes back with a stale
+ *   freelist head fails its compare-and-swap (no ABA) and retries. The slow
+ *   path, under c->lock, first swaps the word to (NULL, tid + 1): an odd tid
+ *   sends every fast path to the slow path, so c->slab can change while no
+ *   fast path relies on it; it publishes (freelist, tid + 2) when done. A
+ *   fast free reads tid (acquire), then c->slab, and commits only if tid is
+ *   still the even value it read, so its object belongs to c->slab.
+ *   The fast alloc reads the next pointer from an object that another thread
+ *   may already have taken: slab memory stays mapped forever (regions are
+ *   never unmapped, see page.h), so that read sees garbage at worst, and the
+ *   compare-and-swap then fails because tid moved on.
+ */
+#ifndef PC_SLAB_H
+#define PC_SLAB_H
+
+#include "../page/page.h"
+#include "pcmalloc.h"
+
+/* SLUB's counters, one line each (kept only while stats.enable is on). */
+#define PC_SLAB_STATS(X)                                                        \
+	X(alloc_fastpath)      /* allocation from the CPU freelist */          \
+	X(alloc_slowpath)      /* allocation that took c->lock */              \
+	X(free_fastpath)       /* free to the CPU freelist */                  \
+	X(free_slowpath)       /* free to a slab's own freelist */             \
+	X(free_remote)         /* ... of a slab that is not this CPU's */     \
+	X(free_frozen)         /* ... of a slab owned by some CPU */          \
+	X(free_add_partial)    /* a free moved a full slab to a partial list */\
+	X(free_remove_partial) /* a free emptied a slab that was discarded */ \
+	X(alloc_refill)        /* CPU freelist refilled from the CPU slab */   \
+	X(alloc_from_partial)  /* CPU slab taken from the node partial list */\
+	X(cpu_partial_alloc)   /* CPU slab taken from the CPU partial list */  \
+	X(cpu_partial_free)    /* slab put on a CPU partial list */            \
+	X(cpu_partial_drain)   /* CPU partial list moved to the node */        \
+	X(slab_alloc)          /* new slab from the page allocator */          \
+	X(slab_free)           /* slab returned to the page allocator */      \
+	X(deactivate_full)     /* CPU slab retired full */                     \
+	X(deactivate_partial)  /* CPU slab retired to the node partial list */\
+	X(deactivate_empty)    /* CPU slab retired empty */                    \
+	X(cmpxchg_cpu_fail)    /* fast path compare-and-swap retried */        \
+	X(cmpxchg_slab_fail)   /* slab word compare-and-swap retried */
+
+enum pc_slab_stat {
+#define PC_SLAB_STAT_ENUM(name) PC_SLAB_STAT_##name,
+	PC_SLAB_STATS(PC_SLAB_STAT_ENUM)
+#undef PC_SLAB_STAT_ENUM
+	PC_SLAB_STAT_COUNT
+};
+extern const char *const pc_slab_stat_names[PC_SLAB_STAT_COUNT];
+
+/* 16 bytes updated as one by cmpxchg16b: a pointer and a 64-bit word. */
+struct pc_dword {
+	void *_Atomic ptr;
+	_Atomic uint64_t word;
+} __attribute__((aligned(16)));
+
+/* counters word of a slab: inuse (bits 0-31), objects (32-55), frozen (56). */
+#define PC_SLAB_INUSE(w)   ((uint32_t)(w))
+#define PC_SLAB_OBJECTS(w) ((uint32_t)((w) >> 32) & 0xffffffu)
+#define PC_SLAB_FROZEN(w)  ((unsigned)((w) >> 56) & 1u)
+#define PC_SLAB_COUNTERS(inuse, objects, frozen) \
+	((uint64_t)(inuse) | ((uint64_t)(objects) << 32) | ((uint64_t)(frozen) << 56))
+
+#define PC_SLAB_ON_PARTIAL 0x1 /* page->flags: on the node partial list */
+
+/* Per cache and CPU number. */
+struct pc_cache_cpu {
+	struct pc_dword fl;           /* ptr: CPU freelist; word: tid */
+	struct pc_page *_Atomic slab; /* the CPU slab; changed under lock with tid odd */
+	struct pc_page *partial;      /* CPU partial list (via list.next), under lock */
+	unsigned nr_partial;          /* slabs on it, under lock */
+	struct pc_spin lock;
+	_Atomic uint64_t stats[PC_SLAB_STAT_COUNT];
+} PC_CACHE_ALIGNED;
+
+/* Per cache and node. */
+struct pc_cache_node {
+	struct pc_lock list_lock;
+	struct pc_list partial;        /* under list_lock */
+	_Atomic unsigned long nr_partial; /* written under list_lock, read racily */
+	_Atomic long nr_slabs;         /* slabs of this node (any state) */
+	_Atomic long total_objects;    /* their slots */
+	struct pc_lock_stats lock_stats;
+} PC_CACHE_ALIGNED;
+
+struct pc_cache {
+	char name[32];
+	size_t object_size;   /* as asked */
+	size_t size;          /* slot size: object (+ free pointer), aligned */
+	size_t align;
+	size_t offset;        /* of the free pointer within a slot */
+	void (*ctor)(void *);
+	_Atomic uint64_t oo;  /* order << 32 | objects: for new slabs */
+	_Atomic unsigned min_partial;
+	_Atomic unsigned cpu_partial; /* slabs */
+	struct pc_list link;  /* the cache list, under slab_mutex */
+	struct pc_cache_node *node[PC_MAX_NODES];
+	size_t mapping_bytes; /* this struct's own mapping */
+	struct pc_cache_cpu cpu[]; /* [os_cpu_count()] */
+};
+
+/* ---- API ------------------------------------------------------------------------ */
+/* Create a cache of objects of `size` bytes aligned to `align` (0 = natural:
+ * 8, or 16 for sizes >= 16; else a power of two up to the page size), with an
+ * optional constructor run once per object when its slab is made. NULL with
+ * errno EINVAL (bad size or alignment) or ENOMEM. */
+struct pc_cache *pc_cache_create(const char *name, size_t size, size_t align,
+				 void (*ctor)(void *));
+void *pc_cache_alloc(struct pc_cache *s);
+void pc_cache_free(struct pc_cache *s, void *obj);
+/* Flush every CPU's slabs and return empty slabs to the page allocator.
+ * Returns the number of slabs freed. */
+size_t pc_cache_shrink(struct pc_cache *s);
+/* Shrink and free the cache. If objects are still allocated, report them on
+ * stderr, keep the cache alive and return their number (0 = destroyed). */
+size_t pc_cache_destroy(struct pc_cache *s);
+/* The cache of a slab object, or NULL if p is not in a slab. O(1). */
+struct pc_cache *pc_slab_cache_of(const void *p);
+
+/* Order and objects per slab the current tunables give for a slot size. */
+unsigned pc_slab_calculate_order(size_t size, unsigned *objects);
+
+struct pc_cache_info {
+	const char *name;
+	size_t object_size, size;
+	unsigned order, objects_per_slab, min_partial, cpu_partial;
+	long slabs, total_objects, active_objects, partial_slabs, cpu_slabs;
+	uint64_t stats[PC_SLAB_STAT_COUNT];
+	struct pc_lock_stats list_lock; /* summed over nodes */
+};
+/* Fill info for cache s (counts taken under list_lock, like slabinfo). */
+void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info);
+/* Call fn for every cache, under slab_mutex. */
+void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg);
+
+/* Invariant walker: every object in exactly one place. Only while no other
+ * thread uses the cache. Returns the number of allocated objects, or -1 (and
+ * a message) when an invariant is broken. */
+long pc_cache_check(struct pc_cache *s);
+
+/* Give back what caches hold (flush CPU slabs and partial lists) so the page
+ * allocator can reuse it; used before failing on out-of-memory. */
+void pc_slab_reclaim(void);
+
+/* fork(): take slab_mutex, every c->lock and list_lock; release; reset. */
+void pc_slab_prefork(void);
+void pc_slab_postfork_parent(void);
+void pc_slab_postfork_child(void);
+
+/* ---- fast paths (inline so that malloc's size classes inline them) ------------ */
+
+/* 16-byte compare-and-swap of a pc_dword: a locked cmpxchg16b, a full barrier.
+ * (GCC's __atomic on 16 bytes would call libatomic, which is not lock-free;
+ * tests/unit/slab/dcas.sh checks the library holds the instruction.) Under
+ * ThreadSanitizer the builtin is used so that the sanitizer sees it. */
+PC_INLINE bool pc_dcas(struct pc_dword *p, void *old_ptr, uint64_t old_word,
+		       void *new_ptr, uint64_t new_word)
+{
+#if defined(__SANITIZE_THREAD__)
+	unsigned __int128 expected = ((unsigned __int128)old_word << 64) | (uintptr_t)old_ptr;
+	unsigned __int128 desired = ((unsigned __int128)new_word << 64) | (uintptr_t)new_ptr;
+	return __atomic_compare_exchange_n((unsigned __int128 *)(void *)p, &expected, desired,
+					   false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+#else
+	bool ok;
+	__asm__ __volatile__("lock cmpxchg16b %[m]"
+			     : "=@ccz"(ok), [m] "+m"(*(volatile unsigned __int128 *)(void *)p),
+			       "+a"(old_ptr), "+d"(old_word)
+			     : "b"(new_ptr), "c"(new_word)
+			     : "memory");
+	return ok;
+#endif
+}
+
+PC_INLINE struct pc_dword *slab_word(struct pc_page *slab)
+{
+	return (struct pc_dword *)(void *)&slab->slab_word;
+}
+
+/*
+ * The next-free pointer stored in a free object. On the allocation fast path
+ * the object may already belong to another thread, which may be writing it:
+ * the value is then garbage and the caller's compare-and-swap fails, because
+ * tid moved on when the object was taken. The race is deliberate; the
+ * sanitizer is told so.
+ */
+#if defined(__SANITIZE_THREAD__) /* no_sanitize is lost when inlined */
+static __attribute__((noinline, unused, no_sanitize("thread"))) void *
+slab_next_racy(const struct pc_cache *s, void *obj)
+#else
+PC_INLINE void *slab_next_racy(const struct pc_cache *s, void *obj)
+#endif
+{
+	return *(void *volatile *)(void *)((char *)obj + s->offset);
+}
+PC_INLINE void *slab_next(const struct pc_cache *s, void *obj)
+{
+	return *(void **)(void *)((char *)obj + s->offset);
+}
+PC_INLINE void slab_set_next(const struct pc_cache *s, void *obj, void *next)
+{
+	*(void **)(void *)((char *)obj + s->offset) = next;
+}
+
+PC_INLINE void slab_stat(struct pc_cache_cpu *c, enum pc_slab_stat item)
+{
+	if (pc_unlikely(pc_option(PC_OPT_STATS_ENABLE)))
+		pc_add_relaxed(&c->stats[item], 1);
+}
+
+/* The slab (head page) holding p; NULL if p is not in a slab. */
+PC_INLINE struct pc_page *pc_slab_of(const void *p)
+{
+	struct pc_page *pg = pc_page_of(p);
+	if (pc_unlikely(!pg))
+		return NULL;
+	if (pc_pg_state(pg) == PC_PG_TAIL)
+		pg = pg->head;
+	return pc_pg_state(pg) == PC_PG_SLAB ? pg : NULL;
+}
+
+/* "slab_alloc.c" */
+void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c);
+/* "slab_free.c" */
+void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
+
+/*
+ * Allocation fast path. Preconditions: s is a live cache. Exits: an object
+ * from the current CPU's freelist via one cmpxchg16b, or the slow path when
+ * the freelist is empty or a slow path is under way (odd tid).
+ */
+PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
+{
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
+	for (;;) {
+		/* Acquire: pairs with the slow path's publish, so a fresh tid
+		 * comes with the freelist and slab it published. */
+		uint64_t tid = pc_load_acquire(&c->fl.word);
+		void *obj = pc_load_relaxed(&c->fl.ptr);
+		if (pc_unlikely(!obj || (tid & 1)))
+			return slab_alloc_slow(s, c);
+		void *next = slab_next_racy(s, obj);
+		if (pc_likely(pc_dcas(&c->fl, obj, tid, next, tid + 2))) {
+			slab_stat(c, PC_SLAB_STAT_alloc_fastpath);
+			return obj;
+		}
+		slab_stat(c, PC_SLAB_STAT_cmpxchg_cpu_fail);
+	}
+}
+
+/*
+ * Free fast path. Preconditions: obj is an allocated object of s whose slab
+ * is `slab`. Exits: obj pushed on the CPU freelist when its slab is the CPU
+ * slab (tid even and unchanged across the check), else the slow path.
+ */
+PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
+	for (;;) {
+		/* Acquire: c->slab is read after tid, so an unchanged even tid at
+		 * the compare-and-swap proves the slab read was current. */
+		uint64_t tid = pc_load_acquire(&c->fl.word);
+		if (pc_unlikely((tid & 1) || pc_load_relaxed(&c->slab) != slab)) {
+			slab_free_slow(s, slab, obj);
+			return;
+		}
+		void *head = pc_load_relaxed(&c->fl.ptr);
+		slab_set_next(s, obj, head);
+		if (pc_likely(pc_dcas(&c->fl, head, tid, obj, tid + 2))) {
+			slab_stat(c, PC_SLAB_STAT_free_fastpath);
+			return;
+		}
+		slab_stat(c, PC_SLAB_STAT_cmpxchg_cpu_fail);
+	}
+}
+
+/* ---- layer-private ---------------------------------------------------------------- */
+/* "slab_alloc.c" */
+void slab_deactivate(struct pc_cache *s, struct pc_page *slab);
+void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c);
+void slab_discard(struct pc_cache *s, struct pc_page *slab);
+struct pc_cache_node *slab_node(struct pc_cache *s, struct pc_page *slab);
+/* "slab_free.c" */
+void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list);
+/* "cache.c" */
+unsigned slab_cpu_partial(const struct pc_cache *s);
+unsigned slab_min_partial(const struct pc_cache *s);
+
+#endif /* PC_SLAB_H */

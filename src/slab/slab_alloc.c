@@ -1,0 +1,323 @@
+/*
+ * slab/slab_alloc.c - the allocation slow path: refilling a CPU's freelist
+ * from its slab, its partial list, the node partial list or a new slab, and
+ * retiring ("deactivating") CPU slabs.
+ *
+ * Everything here that touches a struct pc_cache_cpu runs under c->lock with
+ * the CPU freelist word swapped to an odd tid (see slab.h), so no fast path
+ * commits while c->slab changes.
+ */
+#include "slab.h"
+
+#include <errno.h>
+
+struct pc_cache_node *slab_node(struct pc_cache *s, struct pc_page *slab)
+{
+	return s->node[pc_page_region(slab)->zone->node];
+}
+
+/* Take the CPU freelist and make tid odd. Returns the old list; *tid is the
+ * odd tid to publish from. Caller holds c->lock (only holders make it odd). */
+static void *cpu_freelist_grab(struct pc_cache_cpu *c, uint64_t *tid)
+{
+	for (;;) {
+		uint64_t t = pc_load_relaxed(&c->fl.word);
+		void *fl = pc_load_relaxed(&c->fl.ptr);
+		pc_assert_internal(!(t & 1));
+		if (pc_dcas(&c->fl, fl, t, NULL, t + 1)) {
+			*tid = t + 1;
+			return fl;
+		}
+	}
+}
+
+/* Publish a new CPU freelist with an even tid. Cannot fail: while tid is
+ * odd no fast path commits, and we hold the lock. The full barrier of the
+ * compare-and-swap orders our c->slab store before the new tid. */
+static void cpu_freelist_publish(struct pc_cache_cpu *c, uint64_t tid, void *fl)
+{
+	bool ok = pc_dcas(&c->fl, NULL, tid, fl, tid + 1);
+	pc_assert_internal(ok);
+	(void)ok;
+}
+
+/* Take a frozen slab's whole freelist: its objects now count as in use. */
+static void *slab_take_freelist(struct pc_cache *s, struct pc_page *slab, bool freeze)
+{
+	struct pc_dword *w = slab_word(slab);
+	for (;;) {
+		void *fl = pc_load_relaxed(&w->ptr);
+		uint64_t cnt = pc_load_relaxed(&w->word);
+		uint32_t objects = PC_SLAB_OBJECTS(cnt);
+		pc_assert_internal(freeze || PC_SLAB_FROZEN(cnt));
+		if (pc_dcas(w, fl, cnt, NULL, PC_SLAB_COUNTERS(objects, objects, 1)))
+			return fl;
+	}
+}
+
+/* Freeze a node partial slab (it keeps its freelist). Under list_lock. */
+static void slab_freeze(struct pc_page *slab)
+{
+	struct pc_dword *w = slab_word(slab);
+	for (;;) {
+		void *fl = pc_load_relaxed(&w->ptr);
+		uint64_t cnt = pc_load_relaxed(&w->word);
+		if (pc_dcas(w, fl, cnt, fl, cnt | PC_SLAB_COUNTERS(0, 0, 1)))
+			return;
+	}
+}
+
+static void partial_del(struct pc_cache_node *n, struct pc_page *slab)
+{
+	pc_list_del(&slab->list);
+	slab->flags &= (uint8_t)~PC_SLAB_ON_PARTIAL;
+	pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) - 1);
+}
+
+/*
+ * Take slabs from node n's partial list: the first becomes the CPU slab (its
+ * freelist returned), more go frozen onto the CPU partial list until it holds
+ * half of cpu_partial, as SLUB does. NULL if the list is empty.
+ */
+static void *get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct pc_cache_node *n)
+{
+	void *fl = NULL;
+	unsigned want = slab_cpu_partial(s) / 2;
+	if (pc_load_relaxed(&n->nr_partial) == 0) /* racy peek saves a lock round trip */
+		return NULL;
+	pc_lock_acquire(&n->list_lock);
+	while (!pc_list_empty(&n->partial)) {
+		struct pc_page *slab = pc_list_first(&n->partial, struct pc_page, list);
+		partial_del(n, slab);
+		if (!fl) {
+			fl = slab_take_freelist(s, slab, true);
+			pc_store_relaxed(&c->slab, slab);
+		} else {
+			slab_freeze(slab);
+			slab->list.next = (struct pc_list *)(void *)c->partial;
+			c->partial = slab;
+			c->nr_partial++;
+		}
+		if (c->nr_partial >= want)
+			break;
+	}
+	pc_lock_release(&n->list_lock);
+	return fl;
+}
+
+/* The node's own list first, then the other nodes'. */
+static void *get_partial(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
+{
+	void *fl = get_partial_node(s, c, s->node[node]);
+	for (unsigned i = 0; !fl && i < pc_node_count(); i++)
+		if (i != node)
+			fl = get_partial_node(s, c, s->node[i]);
+	return fl;
+}
+
+/* Allocate and format a slab: every object constructed and chained in
+ * address order. The slab starts frozen with all its objects handed to the
+ * caller's chain (inuse == objects, empty slab freelist). */
+static struct pc_page *new_slab(struct pc_cache *s, unsigned node, void **chain)
+{
+	uint64_t oo = pc_load_relaxed(&s->oo);
+	unsigned order = (unsigned)(oo >> 32), objects = (unsigned)oo;
+	char *mem = pc_alloc_pages_node(order, node);
+	if (!mem)
+		return NULL;
+	struct pc_page *slab = pc_page_of_owned(mem);
+	pc_pg_set_state(slab, PC_PG_SLAB);
+	pc_pg_set_order(slab, order);
+	slab->owner = s;
+	slab->flags = 0;
+	for (size_t i = 1; i < ((size_t)1 << order); i++) {
+		pc_pg_set_state(&slab[i], PC_PG_TAIL);
+		slab[i].head = slab;
+	}
+	for (unsigned i = 0; i < objects; i++) {
+		char *obj = mem + (size_t)i * s->size;
+		if (s->ctor)
+			s->ctor(obj);
+		slab_set_next(s, obj, i + 1 < objects ? obj + s->size : NULL);
+	}
+	pc_store_relaxed(&slab_word(slab)->ptr, NULL);
+	pc_store_relaxed(&slab_word(slab)->word, PC_SLAB_COUNTERS(objects, objects, 1));
+	struct pc_cache_node *n = slab_node(s, slab);
+	pc_add_relaxed(&n->nr_slabs, 1);
+	pc_add_relaxed(&n->total_objects, (long)objects);
+	*chain = mem;
+	return slab;
+}
+
+/* Return an empty, unlisted, unfrozen slab to the page allocator. */
+void slab_discard(struct pc_cache *s, struct pc_page *slab)
+{
+	struct pc_cache_node *n = slab_node(s, slab);
+	unsigned order = pc_pg_order(slab);
+	pc_add_relaxed(&n->nr_slabs, -1);
+	pc_add_relaxed(&n->total_objects, -(long)PC_SLAB_OBJECTS(pc_load_relaxed(&slab_word(slab)->word)));
+	for (size_t i = 1; i < ((size_t)1 << order); i++)
+		pc_pg_set_state(&slab[i], PC_PG_NONE);
+	slab->owner = NULL;
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_slab_free);
+	pc_free_pages(pc_page_address(slab), order);
+}
+
+static void add_partial(struct pc_cache_node *n, struct pc_page *slab)
+{
+	pc_list_add_tail(&slab->list, &n->partial);
+	slab->flags |= PC_SLAB_ON_PARTIAL;
+	pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) + 1);
+}
+
+/*
+ * Unfreeze a slab taken off a CPU: a full one just leaves (no list, no lock:
+ * a later free re-freezes it onto that freeing CPU); otherwise, under
+ * list_lock so that frees that need the lock see it listed, it goes to the
+ * node partial list, or back to the page allocator if it is empty and the
+ * node already keeps min_partial slabs. Returns the stat item it counts as.
+ */
+static enum pc_slab_stat unfreeze(struct pc_cache *s, struct pc_page *slab, struct pc_page **discard)
+{
+	struct pc_dword *w = slab_word(slab);
+	struct pc_cache_node *n = slab_node(s, slab);
+	bool locked = false;
+	for (;;) {
+		void *fl = pc_load_relaxed(&w->ptr);
+		uint64_t cnt = pc_load_relaxed(&w->word);
+		uint64_t thawed = cnt & ~PC_SLAB_COUNTERS(0, 0, 1);
+		if (!fl && !locked) {
+			if (pc_dcas(w, fl, cnt, fl, thawed))
+				return PC_SLAB_STAT_deactivate_full;
+			continue;
+		}
+		if (!locked) {
+			pc_lock_acquire(&n->list_lock);
+			locked = true;
+			continue;
+		}
+		if (!pc_dcas(w, fl, cnt, fl, thawed))
+			continue;
+		enum pc_slab_stat item = PC_SLAB_STAT_deactivate_partial;
+		if (PC_SLAB_INUSE(cnt) == 0 && pc_load_relaxed(&n->nr_partial) >= slab_min_partial(s)) {
+			slab->list.next = (struct pc_list *)(void *)*discard;
+			*discard = slab;
+			item = PC_SLAB_STAT_deactivate_empty;
+		} else {
+			add_partial(n, slab);
+		}
+		pc_lock_release(&n->list_lock);
+		return item;
+	}
+}
+
+void slab_deactivate(struct pc_cache *s, struct pc_page *slab)
+{
+	struct pc_page *discard = NULL;
+	enum pc_slab_stat item = unfreeze(s, slab, &discard);
+	slab_stat(&s->cpu[os_cpu_current()], item);
+	if (discard)
+		slab_discard(s, discard);
+}
+
+/* Unfreeze a CPU partial list (linked through list.next). */
+void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list)
+{
+	struct pc_page *discard = NULL;
+	while (list) {
+		struct pc_page *next = (struct pc_page *)(void *)list->list.next;
+		slab_stat(&s->cpu[os_cpu_current()], unfreeze(s, list, &discard));
+		list = next;
+	}
+	while (discard) {
+		struct pc_page *next = (struct pc_page *)(void *)discard->list.next;
+		slab_discard(s, discard);
+		discard = next;
+	}
+}
+
+/*
+ * Find free objects for CPU c, whose freelist is empty: the CPU slab's own
+ * freelist (remote frees), the CPU partial list, the node partial lists, a
+ * new slab. Sets c->slab. Returns a chain of objects, NULL when out of memory.
+ */
+static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
+{
+	struct pc_page *slab = pc_load_relaxed(&c->slab);
+	void *fl;
+	if (slab) {
+		if ((fl = slab_take_freelist(s, slab, false)) != NULL) {
+			slab_stat(c, PC_SLAB_STAT_alloc_refill);
+			return fl;
+		}
+		pc_store_relaxed(&c->slab, NULL);
+		slab_deactivate(s, slab);
+	}
+	while ((slab = c->partial) != NULL) {
+		c->partial = (struct pc_page *)(void *)slab->list.next;
+		c->nr_partial--;
+		pc_store_relaxed(&c->slab, slab);
+		if ((fl = slab_take_freelist(s, slab, false)) != NULL) {
+			slab_stat(c, PC_SLAB_STAT_cpu_partial_alloc);
+			return fl;
+		}
+		pc_store_relaxed(&c->slab, NULL); /* cannot happen: frozen slabs only gain objects */
+		slab_deactivate(s, slab);
+	}
+	if ((fl = get_partial(s, c, node)) != NULL) {
+		slab_stat(c, PC_SLAB_STAT_alloc_from_partial);
+		return fl;
+	}
+	if ((slab = new_slab(s, node, &fl)) == NULL)
+		return NULL;
+	slab_stat(c, PC_SLAB_STAT_slab_alloc);
+	pc_store_relaxed(&c->slab, slab);
+	return fl;
+}
+
+void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
+{
+	uint64_t tid;
+	pc_spin_lock(&c->lock);
+	void *obj = cpu_freelist_grab(c, &tid);
+	if (!obj)
+		obj = refill(s, c, pc_cpu_node((unsigned)(c - s->cpu)));
+	cpu_freelist_publish(c, tid, obj ? slab_next(s, obj) : NULL);
+	slab_stat(c, PC_SLAB_STAT_alloc_slowpath);
+	pc_spin_unlock(&c->lock);
+	if (!obj)
+		errno = ENOMEM;
+	return obj;
+}
+
+/* Give everything CPU c holds back to the slabs and nodes. Caller holds
+ * c->lock. Objects on the CPU freelist all belong to the CPU slab. */
+void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c)
+{
+	uint64_t tid;
+	void *fl = cpu_freelist_grab(c, &tid);
+	struct pc_page *slab = pc_load_relaxed(&c->slab);
+	if (slab) {
+		if (fl) {
+			uint32_t k = 1;
+			void *tail = fl;
+			for (void *o = slab_next(s, fl); o; o = slab_next(s, o), k++)
+				tail = o;
+			struct pc_dword *w = slab_word(slab);
+			for (;;) {
+				void *prior = pc_load_relaxed(&w->ptr);
+				uint64_t cnt = pc_load_relaxed(&w->word);
+				slab_set_next(s, tail, prior);
+				if (pc_dcas(w, prior, cnt, fl, cnt - k))
+					break;
+			}
+		}
+		pc_store_relaxed(&c->slab, NULL);
+		slab_deactivate(s, slab);
+	}
+	struct pc_page *partial = c->partial;
+	c->partial = NULL;
+	c->nr_partial = 0;
+	slab_unfreeze_partials(s, partial);
+	cpu_freelist_publish(c, tid, NULL);
+}

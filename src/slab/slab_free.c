@@ -1,0 +1,110 @@
+/*
+ * slab/slab_free.c - the free slow path: an object goes back onto its slab's
+ * own freelist with one 16-byte compare-and-swap of (freelist, counters), as
+ * SLUB's __slab_free. No lock in the common cases:
+ *   - the slab is frozen (some CPU owns it): push, done;
+ *   - the slab is on a node partial list and does not become empty: push;
+ *   - the slab was full: freeze it and put it on this CPU's partial list
+ *     (c->lock, per CPU, not the node's list_lock).
+ * list_lock is taken only when an unfrozen slab becomes empty (it may go back
+ * to the page allocator) or a full slab must be listed because CPU partial
+ * lists are off (slub.cpu_partial = 0). It is taken before the
+ * compare-and-swap, so the list state we then change matches the counters.
+ */
+#include "slab.h"
+
+/* Add a frozen slab to this CPU's partial list; if the list is now longer
+ * than cpu_partial, move the whole list to the node partial lists. */
+static void put_cpu_partial(struct pc_cache *s, struct pc_page *slab)
+{
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
+	struct pc_page *drain = NULL;
+	pc_spin_lock(&c->lock);
+	slab->list.next = (struct pc_list *)(void *)c->partial;
+	c->partial = slab;
+	if (++c->nr_partial > slab_cpu_partial(s)) {
+		drain = c->partial;
+		c->partial = NULL;
+		c->nr_partial = 0;
+		slab_stat(c, PC_SLAB_STAT_cpu_partial_drain);
+	}
+	slab_stat(c, PC_SLAB_STAT_cpu_partial_free);
+	/* Unfreezing takes list_lock: c->lock -> list_lock is the lock order. */
+	slab_unfreeze_partials(s, drain);
+	pc_spin_unlock(&c->lock);
+}
+
+/* Under list_lock, after the compare-and-swap: list or discard an unfrozen
+ * slab whose free made it empty or took it out of the full state. */
+static void settle_locked_slab(struct pc_cache *s, struct pc_cache_node *n,
+			       struct pc_page *slab, uint32_t inuse)
+{
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
+	bool listed = slab->flags & PC_SLAB_ON_PARTIAL;
+	if (inuse == 0 && pc_load_relaxed(&n->nr_partial) >= slab_min_partial(s)) {
+		if (listed) {
+			pc_list_del(&slab->list);
+			slab->flags &= (uint8_t)~PC_SLAB_ON_PARTIAL;
+			pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) - 1);
+		}
+		pc_lock_release(&n->list_lock);
+		slab_stat(c, PC_SLAB_STAT_free_remove_partial);
+		slab_discard(s, slab);
+		return;
+	}
+	if (!listed) {
+		pc_list_add_tail(&slab->list, &n->partial);
+		slab->flags |= PC_SLAB_ON_PARTIAL;
+		pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) + 1);
+		slab_stat(c, PC_SLAB_STAT_free_add_partial);
+	}
+	pc_lock_release(&n->list_lock);
+}
+
+void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	struct pc_dword *w = slab_word(slab);
+	struct pc_cache_node *n = NULL;
+	uint64_t cnt;
+	uint32_t inuse;
+	bool freeze;
+
+	for (;;) {
+		void *prior = pc_load_relaxed(&w->ptr);
+		cnt = pc_load_relaxed(&w->word);
+		inuse = PC_SLAB_INUSE(cnt) - 1;
+		freeze = false;
+		if (!PC_SLAB_FROZEN(cnt) && (inuse == 0 || !prior)) {
+			if (!prior && inuse > 0 && slab_cpu_partial(s) > 0) {
+				freeze = true;
+			} else if (!n) {
+				n = slab_node(s, slab);
+				pc_lock_acquire(&n->list_lock);
+				continue; /* re-read under the lock */
+			}
+		}
+		slab_set_next(s, obj, prior);
+		uint64_t updated = (cnt - 1) | (freeze ? PC_SLAB_COUNTERS(0, 0, 1) : 0);
+		if (pc_dcas(w, prior, cnt, obj, updated))
+			break;
+		slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_cmpxchg_slab_fail);
+	}
+
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
+	slab_stat(c, PC_SLAB_STAT_free_slowpath);
+	if (pc_load_relaxed(&c->slab) != slab)
+		slab_stat(c, PC_SLAB_STAT_free_remote);
+	if (PC_SLAB_FROZEN(cnt)) {
+		slab_stat(c, PC_SLAB_STAT_free_frozen);
+		if (n) /* it was frozen by someone else after we locked */
+			pc_lock_release(&n->list_lock);
+		return;
+	}
+	if (freeze) {
+		if (n)
+			pc_lock_release(&n->list_lock);
+		put_cpu_partial(s, slab);
+	} else if (n) {
+		settle_locked_slab(s, n, slab, inuse);
+	}
+}
