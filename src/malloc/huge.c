@@ -1,0 +1,83 @@
+/*
+ * malloc/huge.c - blocks larger than PC_LARGE_MAX: a mapping each, with a
+ * header page in front of the first byte (struct pc_huge_header), unmapped
+ * at once on free so that the memory and the address space go back to the
+ * OS immediately, and resized with mremap.
+ *
+ * Counters are relaxed atomics (statistics for mallinfo2).
+ */
+#include "malloc.h"
+
+static _Atomic size_t huge_mapped, huge_blocks;
+
+size_t huge_bytes_mapped(void) { return pc_load_relaxed(&huge_mapped); }
+size_t huge_count(void) { return pc_load_relaxed(&huge_blocks); }
+
+void *huge_alloc(size_t size, size_t align)
+{
+	if (size > PC_REQUEST_MAX || align > PC_REQUEST_MAX / 2)
+		return NULL;
+	align = PC_MAX(align, PC_PAGE_SIZE);
+	size_t data = pc_align_up(size, PC_PAGE_SIZE);
+	size_t slack = align > PC_PAGE_SIZE ? align : 0;
+	size_t total = PC_PAGE_SIZE + data + slack;
+	char *raw = os_map(total, PC_PAGE_SIZE);
+	if (!raw)
+		return NULL;
+	char *user = (char *)pc_align_up((uintptr_t)raw + PC_PAGE_SIZE, align);
+	char *base = user - PC_PAGE_SIZE;
+	if (base > raw)
+		os_unmap(raw, (size_t)(base - raw));
+	if (raw + total > user + data)
+		os_unmap(user + data, (size_t)(raw + total - (user + data)));
+	struct pc_huge_header *h = (struct pc_huge_header *)(void *)base;
+	h->magic = PC_HUGE_MAGIC;
+	h->map_base = base;
+	h->map_size = PC_PAGE_SIZE + data;
+	h->align = align;
+	pc_add_relaxed(&huge_mapped, h->map_size);
+	pc_add_relaxed(&huge_blocks, 1);
+	return user;
+}
+
+/* The header of a huge block, or NULL if p cannot be one. */
+const struct pc_huge_header *huge_header(const void *p)
+{
+	if (!p || ((uintptr_t)p & (PC_PAGE_SIZE - 1)))
+		return NULL;
+	const struct pc_huge_header *h = (const void *)((const char *)p - PC_PAGE_SIZE);
+	return h->magic == PC_HUGE_MAGIC && h->map_base == (const void *)h ? h : NULL;
+}
+
+void huge_free(void *p)
+{
+	struct pc_huge_header *h = (struct pc_huge_header *)(void *)((char *)p - PC_PAGE_SIZE);
+	size_t size = h->map_size;
+	h->magic = 0;
+	pc_sub_relaxed(&huge_mapped, size);
+	pc_sub_relaxed(&huge_blocks, 1);
+	os_unmap(h, size);
+}
+
+size_t huge_usable(const void *p)
+{
+	const struct pc_huge_header *h = (const void *)((const char *)p - PC_PAGE_SIZE);
+	return h->map_size - PC_PAGE_SIZE;
+}
+
+/* Resize with mremap; only for blocks without extra alignment (a moved
+ * mapping is only page aligned). NULL on failure, p then untouched. */
+void *huge_realloc(void *p, size_t size)
+{
+	struct pc_huge_header *h = (struct pc_huge_header *)(void *)((char *)p - PC_PAGE_SIZE);
+	size_t old = h->map_size, total = PC_PAGE_SIZE + pc_align_up(size, PC_PAGE_SIZE);
+	if (h->align > PC_PAGE_SIZE || size > PC_REQUEST_MAX)
+		return NULL;
+	struct pc_huge_header *n = os_remap(h, old, total);
+	if (!n)
+		return NULL;
+	n->map_base = n;
+	n->map_size = total;
+	pc_add_relaxed(&huge_mapped, total - old); /* wraps correctly when shrinking */
+	return (char *)n + PC_PAGE_SIZE;
+}

@@ -1,0 +1,124 @@
+/*
+ * malloc/init.c - size classes, start-up of the malloc layer, and fork.
+ *
+ * pc_malloc_init() runs at the first allocation (from any thread, even
+ * before main or in a constructor). It calls nothing that allocates: caches
+ * and page metadata come from the OS layer. Concurrent first callers wait
+ * for the one that initialises. The fork handlers are registered from a
+ * library constructor, before other libraries register theirs, so that our
+ * prepare handler runs last (prepare handlers run in reverse order) and other
+ * libraries' prepare handlers may still allocate.
+ */
+#include "malloc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+const uint16_t pc_class_size[] = {
+	8, 16, 32, 48, 64, 80, 96, 112, 128,
+	160, 192, 224, 256, 320, 384, 448, 512,
+	640, 768, 896, 1024, 1280, 1536, 1792, 2048,
+	2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192,
+};
+_Static_assert(sizeof(pc_class_size) / sizeof(pc_class_size[0]) == PC_NR_CLASSES &&
+	       PC_SMALL_MAX == 8192, "size class table and PC_NR_CLASSES disagree");
+uint8_t pc_class_of16[PC_SMALL_MAX / 16 + 1];
+struct pc_cache *pc_class_cache[PC_NR_CLASSES];
+_Atomic int pc_malloc_ready; /* 0 no, 1 starting, 2 ready */
+
+static void build_class_table(void)
+{
+	unsigned cls = 0;
+	for (size_t i = 0; i <= PC_SMALL_MAX / 16; i++) {
+		while (pc_class_size[cls] < i * 16)
+			cls++;
+		pc_class_of16[i] = (uint8_t)cls;
+	}
+}
+
+static bool create_caches(void)
+{
+	for (unsigned i = 0; i < PC_NR_CLASSES; i++) {
+		if (pc_class_cache[i])
+			continue; /* made by an earlier, failed start */
+		char name[24];
+		snprintf(name, sizeof(name), "kmalloc-%u", pc_class_size[i]);
+		pc_class_cache[i] = pc_cache_create(name, pc_class_size[i], 0, NULL);
+		if (!pc_class_cache[i])
+			return false;
+	}
+	return true;
+}
+
+bool pc_malloc_init(void)
+{
+	int s = pc_load_acquire(&pc_malloc_ready); /* pairs with the release below */
+	if (pc_likely(s == 2))
+		return true;
+	s = 0;
+	if (pc_cas_strong_acquire(&pc_malloc_ready, &s, 1)) {
+		int saved = errno;
+		build_class_table();
+		bool ok = pc_page_try_init() && create_caches();
+		/* Release: the class tables are visible to whoever sees 2. A
+		 * failed start (the OS refused memory) is retried later. */
+		pc_store_release(&pc_malloc_ready, ok ? 2 : 0);
+		errno = ok ? saved : ENOMEM;
+		return ok;
+	}
+	while ((s = pc_load_acquire(&pc_malloc_ready)) == 1)
+		os_yield();
+	return s == 2 || pc_malloc_init();
+}
+
+/* Lock order across layers: slab locks, then page locks. */
+void pc_malloc_prefork(void)
+{
+	if (pc_load_acquire(&pc_malloc_ready) != 2)
+		return;
+	pc_slab_prefork();
+	pc_page_prefork();
+}
+
+void pc_malloc_postfork_parent(void)
+{
+	if (pc_load_acquire(&pc_malloc_ready) != 2)
+		return;
+	pc_page_postfork_parent();
+	pc_slab_postfork_parent();
+}
+
+void pc_malloc_postfork_child(void)
+{
+	pc_lock_fork_child(); /* lock-layer pools first: holders died with the fork */
+	if (pc_load_acquire(&pc_malloc_ready) != 2)
+		return;
+	pc_page_postfork_child();
+	pc_slab_postfork_child();
+}
+
+/* Thread exit: per-thread lock state (a spin-queue node) goes back to its
+ * pool. Allocator memory is per CPU, not per thread: nothing else to do. */
+static pthread_key_t thread_key;
+static bool thread_key_ok;
+
+static void thread_exit(void *arg)
+{
+	(void)arg;
+	pc_lock_thread_exit();
+}
+
+static void thread_started(void)
+{
+	if (thread_key_ok)
+		pthread_setspecific(thread_key, (void *)1);
+}
+
+__attribute__((constructor(101))) static void pc_malloc_constructor(void)
+{
+	pc_malloc_init();
+	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
+	pc_store_relaxed(&pc_lock_thread_hook, thread_started);
+	pthread_atfork(pc_malloc_prefork, pc_malloc_postfork_parent, pc_malloc_postfork_child);
+}

@@ -1,0 +1,229 @@
+/*
+ * malloc/malloc.c - the prefixed allocation API (pc_malloc, ...), which the
+ * C library names in override.c and the C++ operators in new.cc forward to.
+ *
+ * Fast paths: pc_malloc of a small size is a table lookup and the slab fast
+ * path; pc_free of a small object is a region-table lookup, the slab's page
+ * descriptor and the slab free fast path. Everything else (start-up, large,
+ * huge, errors, out of memory) is in noinline slow paths.
+ *
+ * Out of memory: an allocation the OS refuses is retried once after the
+ * slab caches give back their empty and partial slabs; then NULL + ENOMEM,
+ * with no message and no abort. free() never changes errno.
+ */
+#include "malloc.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Give back what the caches hold so the page allocator can reuse it. */
+void malloc_reclaim(void)
+{
+	pc_slab_reclaim();
+	pc_page_drain_all();
+}
+
+/* Small, large or huge by size and alignment (align a power of two >= 8). */
+static void *alloc_any(size_t size, size_t align)
+{
+	if (size <= PC_SMALL_MAX && align <= PC_PAGE_SIZE) {
+		size_t want = PC_MAX(pc_align_up(size, align), align <= 8 ? 1 : align);
+		unsigned cls = pc_size_class(want);
+		while (cls < PC_NR_CLASSES && pc_class_size[cls] % align)
+			cls++;
+		if (cls < PC_NR_CLASSES)
+			return pc_cache_alloc_inline(pc_class_cache[cls]);
+	}
+	if (size <= PC_LARGE_MAX && align <= PC_LARGE_MAX)
+		return large_alloc(PC_MAX(size, PC_SMALL_MAX + 1), align);
+	return huge_alloc(size, align);
+}
+
+/* Everything that is not a small malloc on a started allocator. */
+void *malloc_aligned(size_t align, size_t size)
+{
+	if (pc_unlikely(size > PC_REQUEST_MAX || !pc_malloc_init())) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = alloc_any(size, align);
+	if (pc_unlikely(!p)) {
+		malloc_reclaim();
+		p = alloc_any(size, align);
+		if (!p)
+			errno = ENOMEM;
+	}
+	return p;
+}
+
+static PC_NOINLINE void *malloc_slow(size_t size)
+{
+	return malloc_aligned(8, size);
+}
+
+void *pc_malloc(size_t size)
+{
+	/* Acquire: the class tables were published with a release. */
+	if (pc_likely(size <= PC_SMALL_MAX && pc_load_acquire(&pc_malloc_ready) == 2)) {
+		void *p = pc_cache_alloc_inline(pc_class_cache[pc_size_class(size)]);
+		if (pc_likely(p != NULL))
+			return p;
+	}
+	return malloc_slow(size);
+}
+
+static PC_COLD __attribute__((noreturn)) void bad_pointer(const char *func, const void *p)
+{
+	pc_fatal("%s(%p): invalid pointer or double free", func, p);
+}
+
+static PC_NOINLINE void free_slow(void *p, struct pc_page *pg)
+{
+	if (!p)
+		return;
+	int saved = errno;
+	if (pg && pc_pg_state(pg) == PC_PG_LARGE && pc_page_address(pg) == p)
+		large_free(pg, p);
+	else if (!pg && huge_header(p))
+		huge_free(p);
+	else
+		bad_pointer("free", p);
+	errno = saved;
+}
+
+void pc_free(void *p)
+{
+	struct pc_page *pg = pc_page_of(p);
+	if (pc_likely(pg != NULL)) {
+		struct pc_page *slab = pc_pg_state(pg) == PC_PG_TAIL ? pg->head : pg;
+		if (pc_likely(pc_pg_state(slab) == PC_PG_SLAB)) {
+			pc_cache_free_inline(slab->owner, slab, p);
+			return;
+		}
+	}
+	free_slow(p, pg);
+}
+
+size_t pc_malloc_usable_size(const void *p)
+{
+	if (!p)
+		return 0;
+	struct pc_page *pg = pc_page_of(p);
+	if (pg) {
+		struct pc_page *slab = pc_pg_state(pg) == PC_PG_TAIL ? pg->head : pg;
+		if (pc_pg_state(slab) == PC_PG_SLAB)
+			return ((struct pc_cache *)slab->owner)->object_size;
+		if (pc_pg_state(pg) == PC_PG_LARGE && pc_page_address(pg) == p)
+			return large_usable(pg);
+	} else if (huge_header(p)) {
+		return huge_usable(p);
+	}
+	bad_pointer("malloc_usable_size", p);
+}
+
+void *pc_calloc(size_t count, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(count, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = pc_malloc(total);
+	/* A huge block is a fresh mapping: the kernel zeroed it. */
+	if (p && total <= PC_LARGE_MAX)
+		memset(p, 0, total);
+	return p;
+}
+
+/* Move to a new block: allocate, copy what fits, free the old one. */
+static void *realloc_move(void *p, size_t old_usable, size_t size)
+{
+	void *q = pc_malloc(size);
+	if (!q)
+		return NULL; /* errno is ENOMEM; p is untouched */
+	memcpy(q, p, PC_MIN(old_usable, size));
+	pc_free(p);
+	return q;
+}
+
+void *pc_realloc(void *p, size_t size)
+{
+	if (!p)
+		return pc_malloc(size);
+	if (size == 0) { /* glibc: free and return NULL */
+		pc_free(p);
+		return NULL;
+	}
+	if (size > PC_REQUEST_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t usable = pc_malloc_usable_size(p);
+	struct pc_page *pg = pc_page_of(p);
+	/* A large block shrinks in place: its tail pages go back. */
+	if (pg && pc_pg_state(pg) == PC_PG_LARGE && size > PC_SMALL_MAX && size <= usable)
+		return large_shrink_in_place(pg, p, size) ? p : realloc_move(p, usable, size);
+	/* Otherwise the same block when the new size fits without wasting half. */
+	if (size <= usable && size > usable / 2)
+		return p;
+	if (!pg && size > PC_LARGE_MAX) {
+		void *q = huge_realloc(p, size);
+		if (q)
+			return q;
+	}
+	return realloc_move(p, usable, size);
+}
+
+void *pc_reallocarray(void *p, size_t count, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(count, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return pc_realloc(p, total);
+}
+
+void *pc_memalign(size_t align, size_t size)
+{
+	if (align <= 16)
+		return pc_malloc(align == 16 && size < 16 ? 16 : size);
+	if (!pc_is_pow2(align)) { /* glibc rounds up to a power of two */
+		if (align > PC_REQUEST_MAX / 2) {
+			errno = EINVAL;
+			return NULL;
+		}
+		align = (size_t)1 << (pc_log2(align) + 1);
+	}
+	return malloc_aligned(align, size);
+}
+
+void *pc_aligned_alloc(size_t align, size_t size)
+{
+	if (!pc_is_pow2(align)) { /* glibc 2.38: EINVAL */
+		errno = EINVAL;
+		return NULL;
+	}
+	return pc_memalign(align, size);
+}
+
+int pc_posix_memalign(void **memptr, size_t align, size_t size)
+{
+	if (!pc_is_pow2(align) || align < sizeof(void *))
+		return EINVAL;
+	int saved = errno;
+	void *p = pc_memalign(align, size);
+	errno = saved;
+	if (!p)
+		return ENOMEM;
+	*memptr = p;
+	return 0;
+}
+
+size_t pc_trim(void)
+{
+	if (pc_load_acquire(&pc_malloc_ready) != 2)
+		return 0;
+	pc_slab_reclaim();
+	return pc_page_trim();
+}

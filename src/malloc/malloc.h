@@ -1,0 +1,78 @@
+/*
+ * malloc/malloc.h - the malloc front end: size classes over slab caches,
+ * large blocks from the page allocator, huge blocks from the OS.
+ *
+ *   small  size <= PC_SMALL_MAX (8 KiB): one slab cache per size class;
+ *   large  up to PC_LARGE_MAX (4 MiB, the largest buddy block): whole pages
+ *          from the page allocator, trimmed to the page count asked for
+ *          (the tail of the buddy block goes straight back), as SLUB passes
+ *          page-sized kmalloc through to the page allocator (seed 002);
+ *   huge   beyond: a mapping of its own with one header page in front,
+ *          unmapped at free, resized with mremap.
+ *
+ * Which kind a pointer is: its page descriptor (pc_page_of) says SLAB/TAIL
+ * (small) or LARGE; a pointer in no region is huge, and its header page
+ * carries a magic number that free checks before trusting it.
+ *
+ * Locks: none of its own but huge_lock-free counters; the layers below do
+ * the locking. Start-up: pc_malloc_init() creates the size-class caches once,
+ * with no call to malloc (all metadata comes from the OS layer), so it is
+ * safe from the first malloc of the process, in constructors and in threads.
+ */
+#ifndef PC_MALLOC_H
+#define PC_MALLOC_H
+
+#include "../slab/slab.h"
+
+#define PC_SMALL_MAX   8192
+#define PC_LARGE_MAX   (PC_PAGE_SIZE << PC_MAX_ORDER)
+#define PC_HUGE_MAGIC  0x70636d616c6c6f63ULL /* "pcmalloc" */
+/* Largest request we accept: beyond it NULL + ENOMEM (glibc: PTRDIFF_MAX). */
+#define PC_REQUEST_MAX ((size_t)PTRDIFF_MAX - 2 * PC_LARGE_MAX)
+
+#define PC_NR_CLASSES  33
+
+/* Size classes: 8, then steps of 16 up to 128, then four per power of two
+ * (worst-case internal waste 20%, see docs/size-classes.md). */
+extern const uint16_t pc_class_size[PC_NR_CLASSES];
+/* (size + 15) / 16 -> class, for sizes 9..PC_SMALL_MAX. */
+extern uint8_t pc_class_of16[PC_SMALL_MAX / 16 + 1];
+extern struct pc_cache *pc_class_cache[PC_NR_CLASSES];
+extern _Atomic int pc_malloc_ready;
+
+PC_INLINE unsigned pc_size_class(size_t size)
+{
+	return size <= 8 ? 0 : pc_class_of16[(size + 15) >> 4];
+}
+
+/* Header in the page before a huge block's first byte. */
+struct pc_huge_header {
+	uint64_t magic;
+	void *map_base;      /* start of the mapping (the header page or before) */
+	size_t map_size;     /* bytes mapped */
+	size_t align;        /* alignment asked for (PC_PAGE_SIZE if none) */
+};
+
+/* "init.c" */
+bool pc_malloc_init(void);
+void pc_malloc_prefork(void);
+void pc_malloc_postfork_parent(void);
+void pc_malloc_postfork_child(void);
+/* "large.c": align is a power of two <= PC_LARGE_MAX */
+void *large_alloc(size_t size, size_t align);
+void large_free(struct pc_page *pg, void *p);
+size_t large_usable(const struct pc_page *pg);
+bool large_shrink_in_place(struct pc_page *pg, void *p, size_t new_size);
+/* "huge.c" */
+void *huge_alloc(size_t size, size_t align);
+void huge_free(void *p);
+size_t huge_usable(const void *p);
+void *huge_realloc(void *p, size_t size);
+const struct pc_huge_header *huge_header(const void *p);
+size_t huge_bytes_mapped(void);
+size_t huge_count(void);
+/* "malloc.c" */
+void *malloc_aligned(size_t align, size_t size);
+void malloc_reclaim(void);
+
+#endif /* PC_MALLOC_H */

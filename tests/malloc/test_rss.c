@@ -1,0 +1,168 @@
+/*
+ * tests/malloc/test_rss.c - freed memory goes back to the system.
+ *
+ * The resident set size comes from /proc/self/statm. Each measurement runs
+ * in a child process of its own, so that what one leaves behind (or keeps
+ * cached) cannot help or spoil another; the parent checks the numbers.
+ *
+ *   huge_freed:        malloc 1 GiB, touch all of it, free it: RSS drops by
+ *                      at least 900 MiB, without malloc_trim.
+ *   small_freed_trim:  ~512 MiB of small blocks (16 .. 1024 bytes), touched,
+ *                      freed in random order, then malloc_trim(0): RSS drops
+ *                      by at least half of what they added. (glibc passes
+ *                      only because its malloc_trim also returns free pages
+ *                      in the middle of the heap.)
+ *   large_freed_trim:  the same with 256 MiB of large blocks (8 KiB .. 2 MiB).
+ */
+#define _GNU_SOURCE
+#include "malloc_test.h"
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+/* RSS at the three points of a measurement, and how it went. */
+struct rss_run {
+	size_t before, peak, freed, after; /* bytes */
+	size_t blocks, bytes;
+	int nulls, exited_ok;
+};
+
+/* Runs fn in a forked child and returns what it measured. */
+static struct rss_run in_child(void (*fn)(struct rss_run *, const void *), const void *arg)
+{
+	struct rss_run r = { 0 };
+	int fd[2];
+	REQUIRE(pipe(fd) == 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(fd[0]);
+		fn(&r, arg);
+		ssize_t w = write(fd[1], &r, sizeof(r));
+		_exit(w == (ssize_t)sizeof(r) ? 0 : 1);
+	}
+	close(fd[1]);
+	ssize_t got = read(fd[0], &r, sizeof(r));
+	close(fd[0]);
+	int status = 0;
+	waitpid(pid, &status, 0);
+	r.exited_ok = got == (ssize_t)sizeof(r) && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	if (!r.exited_ok)
+		fprintf(stderr, "  measuring child failed (status %#x)\n", status);
+	return r;
+}
+
+static void report(const char *what, size_t before, size_t peak, size_t after)
+{
+	printf("rss: %s: before %zu MiB, peak %zu MiB, after %zu MiB\n", what, before / MiB,
+	       peak / MiB, after / MiB);
+}
+
+static void huge_run(struct rss_run *r, const void *arg)
+{
+	size_t n = 1 * GiB;
+	r->before = rss_bytes();
+	char *p = p_malloc(n);
+	if (!p) {
+		r->nulls = 1;
+		return;
+	}
+	for (size_t i = 0; i < n; i += 4096)
+		p[i] = (char)i;
+	p[n - 1] = 1;
+	r->peak = rss_bytes();
+	p_free(p);
+	r->after = r->freed = rss_bytes();
+	r->blocks = 1;
+	r->bytes = n;
+}
+
+TEST(huge_freed)
+{
+	struct rss_run r = in_child(huge_run, NULL);
+	report("1 GiB block", r.before, r.peak, r.after);
+	CHECK(r.exited_ok);
+	CHECK_EQ(r.nulls, 0);
+	CHECK(r.peak >= r.before + 1000 * MiB); /* touching it made it resident */
+	CHECK(r.peak >= r.after + 900 * MiB);   /* freeing it gave it back */
+}
+
+struct blocks_spec {
+	size_t total, lo, hi;
+};
+
+/* Allocates blocks of random sizes in [lo, hi] until `total` bytes, touches
+ * every byte, frees them in random order and calls malloc_trim(0). */
+static void blocks_run(struct rss_run *r, const void *arg)
+{
+	const struct blocks_spec *s = arg;
+	size_t max_blocks = s->total / s->lo + 1;
+	/* The pointer array is mmapped, so that the allocator under test does
+	 * not count it (pages of it are touched as it fills). */
+	void **ps = mmap(NULL, max_blocks * sizeof(void *), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ps == MAP_FAILED) {
+		r->nulls = -1;
+		return;
+	}
+	uint64_t rng = 2024;
+	r->before = rss_bytes();
+	while (r->bytes < s->total && r->blocks < max_blocks) {
+		size_t n = s->lo + (size_t)(test_rand(&rng) % (s->hi - s->lo + 1));
+		void *p = p_malloc(n);
+		if (!p) {
+			r->nulls++;
+			break;
+		}
+		memset(p, 0x6b, n);
+		ps[r->blocks++] = p;
+		r->bytes += n;
+	}
+	r->peak = rss_bytes();
+	for (size_t i = r->blocks; i > 1; i--) { /* shuffle */
+		size_t j = (size_t)(test_rand(&rng) % i);
+		void *t = ps[i - 1];
+		ps[i - 1] = ps[j];
+		ps[j] = t;
+	}
+	for (size_t i = 0; i < r->blocks; i++)
+		p_free(ps[i]);
+	r->freed = rss_bytes();
+	p_malloc_trim(0);
+	r->after = rss_bytes();
+}
+
+static void freed_then_trimmed(const char *what, size_t total, size_t lo, size_t hi)
+{
+	struct blocks_spec spec = { total, lo, hi };
+	struct rss_run r = in_child(blocks_run, &spec);
+	report(what, r.before, r.peak, r.after);
+	printf("rss: %s: %zu blocks, %zu MiB; after free, before trim %zu MiB\n", what, r.blocks,
+	       r.bytes / MiB, r.freed / MiB);
+	CHECK(r.exited_ok);
+	CHECK_EQ(r.nulls, 0);
+	CHECK(r.peak >= r.before + total / 2); /* the blocks were resident */
+	/* RSS dropped by at least half of what the blocks added */
+	size_t added = r.peak > r.before ? r.peak - r.before : 0;
+	CHECK(r.after + added / 2 <= r.peak);
+}
+
+TEST(small_freed_trim)
+{
+	freed_then_trimmed("512 MiB of small blocks", 512 * MiB, 16, 1024);
+}
+
+TEST(large_freed_trim)
+{
+	freed_then_trimmed("256 MiB of large blocks", 256 * MiB, 8 * KiB + 1, 2 * MiB);
+}
+
+int main(void)
+{
+	RUN(malloc_interposed);
+	RUN(huge_freed);
+	RUN(small_freed_trim);
+	RUN(large_freed_trim);
+	return test_report();
+}
