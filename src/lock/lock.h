@@ -212,9 +212,20 @@ void pc_lock_thread_exit(void);
  * child uses still needs pc_lock_reinit(). */
 void pc_lock_fork_child(void);
 
-/* Called once in a thread when it first takes per-thread lock state (its
+/* Called once in a thread after it first took per-thread lock state (its
  * spin-queue node), so that the caller can arrange for pc_lock_thread_exit()
- * at the thread's exit (malloc uses a pthread key destructor). */
+ * at the thread's exit (malloc uses a pthread key destructor). It runs from
+ * pc_lock_thread_settle(), never inside a lock operation, so it may call
+ * into libc and allocate. */
 extern void (*_Atomic pc_lock_thread_hook)(void);
+extern __thread bool osq_hook_pending __attribute__((tls_model("initial-exec")));
+void pc_lock_thread_settle_slow(void);
+/* Run the thread hook if it is due. Call only where the caller holds no
+ * lock (the ends of allocator slow paths). One TLS load when nothing is due. */
+PC_INLINE void pc_lock_thread_settle(void)
+{
+	if (pc_unlikely(osq_hook_pending))
+		pc_lock_thread_settle_slow();
+}
 
 #endif /* PC_LOCK_H */

@@ -72,10 +72,18 @@ bool pc_malloc_init(void)
 	return s == 2 || pc_malloc_init();
 }
 
-/* Lock order across layers: slab locks, then page locks. */
+/* Whether pc_malloc_prefork took the locks: the postfork handlers must undo
+ * exactly that, even if a start-up finished in another thread meanwhile. */
+static bool fork_locked;
+
+/* Lock order across layers: slab locks, then page locks. Memory in transit
+ * in another thread at the fork (a slab being frozen onto a CPU partial list,
+ * a block being released to the OS) stays unlisted in the child: a leak
+ * there, never memory handed out twice. */
 void pc_malloc_prefork(void)
 {
-	if (pc_load_acquire(&pc_malloc_ready) != 2)
+	fork_locked = pc_load_acquire(&pc_malloc_ready) == 2;
+	if (!fork_locked)
 		return;
 	pc_slab_prefork();
 	pc_page_prefork();
@@ -83,7 +91,7 @@ void pc_malloc_prefork(void)
 
 void pc_malloc_postfork_parent(void)
 {
-	if (pc_load_acquire(&pc_malloc_ready) != 2)
+	if (!fork_locked)
 		return;
 	pc_page_postfork_parent();
 	pc_slab_postfork_parent();
@@ -92,7 +100,7 @@ void pc_malloc_postfork_parent(void)
 void pc_malloc_postfork_child(void)
 {
 	pc_lock_fork_child(); /* lock-layer pools first: holders died with the fork */
-	if (pc_load_acquire(&pc_malloc_ready) != 2)
+	if (!fork_locked)
 		return;
 	pc_page_postfork_child();
 	pc_slab_postfork_child();

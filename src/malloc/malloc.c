@@ -53,6 +53,7 @@ void *malloc_aligned(size_t align, size_t size)
 		if (!p)
 			errno = ENOMEM;
 	}
+	pc_lock_thread_settle(); /* no lock held here */
 	return p;
 }
 
@@ -88,6 +89,7 @@ static PC_NOINLINE void free_slow(void *p, struct pc_page *pg)
 		huge_free(p);
 	else
 		bad_pointer("free", p);
+	pc_lock_thread_settle(); /* no lock held here */
 	errno = saved;
 }
 

@@ -22,12 +22,13 @@ void zone_publish_hints_locked(struct pc_zone *z)
 	pc_store_relaxed(&z->dirty_hint, z->dirty_pages);
 }
 
-static void free_area_add(struct pc_zone *z, struct pc_page *pg, unsigned order, bool dirty)
+static void free_area_add(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem)
 {
+	bool dirty = mem == PC_MEM_DIRTY;
 	struct pc_free_area *fa = &z->free_area[order];
 	pc_pg_set_state(pg, PC_PG_BUDDY);
 	pc_pg_set_order(pg, order);
-	pg->dirty = dirty;
+	pg->mem = (uint8_t)mem;
 	/* Dirty blocks first: allocation takes from the head and so reuses
 	 * resident memory before memory that would fault in again. */
 	if (dirty)
@@ -45,7 +46,7 @@ static void free_area_del(struct pc_zone *z, struct pc_page *pg, unsigned order)
 	pc_list_del(&pg->list);
 	z->free_area[order].nr_free--;
 	z->free_pages -= (size_t)1 << order;
-	if (pg->dirty)
+	if (pg->mem == PC_MEM_DIRTY)
 		z->dirty_pages -= (size_t)1 << order;
 	pc_pg_set_state(pg, PC_PG_NONE);
 }
@@ -58,9 +59,10 @@ static void free_area_del(struct pc_zone *z, struct pc_page *pg, unsigned order)
  * merged block, which starts at the lower index (i & buddy). Regions are
  * aligned to far more than the largest block, so a buddy is always in the
  * same region and therefore the same zone. The merged block is dirty if
- * either half was: dirty means "may be resident", an over-estimate is safe.
+ * either half was (dirty means "may be resident": an over-estimate is safe),
+ * else released if either half was.
  */
-void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, bool dirty)
+void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem)
 {
 	struct pc_region *r = pc_page_region(pg);
 	size_t idx = (size_t)(pg - r->pages);
@@ -71,12 +73,12 @@ void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
 		struct pc_page *buddy = &r->pages[buddy_idx];
 		if (pc_pg_state(buddy) != PC_PG_BUDDY || pc_pg_order(buddy) != order)
 			break;
-		dirty |= buddy->dirty;
+		mem = PC_MAX(mem, (enum pc_mem)buddy->mem);
 		free_area_del(z, buddy, order);
 		idx &= buddy_idx;
 		order++;
 	}
-	free_area_add(z, &r->pages[idx], order, dirty);
+	free_area_add(z, &r->pages[idx], order, mem);
 }
 
 /* Smallest order >= `order` whose list starts with a dirty block (dirty
@@ -87,7 +89,7 @@ static unsigned pick_order(struct pc_zone *z, unsigned order)
 	for (unsigned o = order; o <= PC_MAX_ORDER; o++) {
 		if (z->free_area[o].nr_free == 0)
 			continue;
-		if (pc_list_first(&z->free_area[o].list, struct pc_page, list)->dirty)
+		if (pc_list_first(&z->free_area[o].list, struct pc_page, list)->mem == PC_MEM_DIRTY)
 			return o;
 		if (first > PC_MAX_ORDER)
 			first = o;
@@ -110,14 +112,16 @@ struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order)
 	if (o > PC_MAX_ORDER)
 		return NULL;
 	struct pc_page *pg = pc_list_first(&z->free_area[o].list, struct pc_page, list);
-	bool dirty = pg->dirty;
+	enum pc_mem mem = (enum pc_mem)pg->mem;
 	free_area_del(z, pg, o);
 	while (o > order) {
 		o--;
-		free_area_add(z, pg + ((size_t)1 << o), o, dirty);
+		free_area_add(z, pg + ((size_t)1 << o), o, mem);
 	}
 	pc_pg_set_order(pg, order);
-	pg->dirty = dirty;
+	pg->mem = (uint8_t)mem;
+	if (mem == PC_MEM_RELEASED) /* memory we gave back, faulting in again */
+		pc_add_relaxed(&z->refaulted, (size_t)1 << order);
 	return pg;
 }
 
@@ -136,7 +140,7 @@ struct pc_page *zone_alloc(struct pc_zone *z, unsigned order)
 void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order)
 {
 	pc_lock_acquire(&z->lock);
-	zone_free_block_locked(z, pg, order, true);
+	zone_free_block_locked(z, pg, order, PC_MEM_DIRTY);
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
 	zone_maybe_release(z);
@@ -189,7 +193,7 @@ bool zone_grow(struct pc_zone *z)
 	z->regions = r;
 	z->managed_pages += PC_REGION_PAGES;
 	for (size_t i = 0; i < PC_REGION_PAGES; i += (size_t)1 << PC_MAX_ORDER)
-		free_area_add(z, &r->pages[i], PC_MAX_ORDER, false);
+		free_area_add(z, &r->pages[i], PC_MAX_ORDER, PC_MEM_FRESH);
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
 	pc_add_relaxed(&z->stats.regions_mapped, 1);
@@ -205,7 +209,7 @@ static struct pc_page *first_dirty_block(struct pc_zone *z, unsigned *order)
 		if (pc_list_empty(l))
 			continue;
 		struct pc_page *pg = pc_list_first(l, struct pc_page, list);
-		if (pg->dirty) { /* dirty blocks sit at the head */
+		if (pg->mem == PC_MEM_DIRTY) { /* dirty blocks sit at the head */
 			*order = (unsigned)o;
 			return pg;
 		}
@@ -222,6 +226,7 @@ static struct pc_page *first_dirty_block(struct pc_zone *z, unsigned *order)
 size_t zone_release(struct pc_zone *z, size_t keep_pages)
 {
 	size_t released = 0;
+	int saved = errno; /* free() never changes errno; madvise may fail (mlock) */
 	for (;;) {
 		unsigned order = 0;
 		pc_lock_acquire(&z->lock);
@@ -234,7 +239,7 @@ size_t zone_release(struct pc_zone *z, size_t keep_pages)
 		size_t bytes = PC_PAGE_SIZE << order;
 		bool ok = os_release(pc_page_address(pg), bytes) == 0;
 		pc_lock_acquire(&z->lock);
-		zone_free_block_locked(z, pg, order, !ok);
+		zone_free_block_locked(z, pg, order, ok ? PC_MEM_RELEASED : PC_MEM_DIRTY);
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 		if (!ok)
@@ -243,6 +248,7 @@ size_t zone_release(struct pc_zone *z, size_t keep_pages)
 		pc_add_relaxed(&z->stats.released_pages, bytes >> PC_PAGE_SHIFT);
 		pc_add_relaxed(&z->stats.release_calls, 1);
 	}
+	errno = saved;
 	return released;
 }
 
@@ -255,28 +261,48 @@ void zone_release_fork_child(void)
 }
 
 /*
- * Called after frees into the zone. Dirty free memory above
- * vm.release_watermark_kb goes back to the OS, down to half the mark
- * (hysteresis), but at most once a second while it stays under four times
- * the mark: "dirty" over-counts (a freed block counts as resident even where
- * it was never touched), and releasing memory that is about to be reused
- * only buys page faults. Past four times the mark it goes back at once, so a
- * program that frees most of its memory sees its RSS fall. One thread
- * releases at a time; the others go on.
+ * Called after frees into the zone: decide whether dirty free memory goes
+ * back to the OS. "Dirty" over-counts (a freed block counts as resident even
+ * where it was never touched), and releasing memory the program is about to
+ * reuse only buys page faults, so the zone keeps up to `retain` dirty pages:
+ *   - above retain (at first 4 * vm.release_watermark_kb) it releases at
+ *     once, down to half the watermark: a program that frees most of its
+ *     memory sees its RSS fall;
+ *   - if half of what the last release gave back was handed out again within
+ *     2 s, the zone is thrashing: retain doubles (up to 4 GiB) instead;
+ *   - 10 s without thrashing halve it again, and dirty memory above the
+ *     watermark is then released at most once a second (idle memory decays).
+ * One thread releases at a time; the others go on. Every field here is a
+ * relaxed heuristic: a stale read only shifts a decision by one call.
  */
 void zone_maybe_release(struct pc_zone *z)
 {
 	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
-	/* Racy read: at worst we release a moment late or check once too often. */
 	size_t dirty = pc_load_relaxed(&z->dirty_hint);
 	if (pc_likely(dirty <= mark))
 		return;
 	uint64_t now = os_now_ns();
-	if (dirty <= 4 * mark && now - pc_load_relaxed(&z->last_release_ns) < 1000000000u)
+	uint64_t since = now - pc_load_relaxed(&z->last_release_ns);
+	size_t base = 4 * PC_MAX(mark, (size_t)1);
+	size_t retain = PC_MAX(pc_load_relaxed(&z->retain_pages), base);
+	size_t last = pc_load_relaxed(&z->last_released);
+	if (last && since < 2000000000u && pc_load_relaxed(&z->refaulted) >= last / 2) {
+		retain = PC_MIN(2 * retain, (size_t)1 << 20);
+		pc_store_relaxed(&z->thrash_ns, now);
+		pc_store_relaxed(&z->last_released, 0);
+	} else if (now - pc_load_relaxed(&z->thrash_ns) > 10000000000u && retain > base) {
+		retain /= 2;
+		pc_store_relaxed(&z->thrash_ns, now);
+	}
+	pc_store_relaxed(&z->retain_pages, retain);
+	bool idle = now - pc_load_relaxed(&z->thrash_ns) > 10000000000u && since >= 1000000000u;
+	if (dirty <= retain && !idle)
 		return;
 	if (pc_xchg_acquire(&releasing, 1))
 		return;
 	pc_store_relaxed(&z->last_release_ns, now);
-	zone_release(z, mark / 2);
+	pc_store_relaxed(&z->refaulted, 0);
+	size_t released = zone_release(z, mark / 2) >> PC_PAGE_SHIFT;
+	pc_store_relaxed(&z->last_released, released);
 	pc_store_release(&releasing, 0);
 }

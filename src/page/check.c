@@ -39,7 +39,7 @@ static bool check_free_areas(struct pc_zone *z, size_t *blocks)
 			}
 			n++;
 			free_pages += (size_t)1 << o;
-			if (pg->dirty)
+			if (pg->mem == PC_MEM_DIRTY)
 				dirty_pages += (size_t)1 << o;
 		}
 		CHECK_OR_FAIL(n == z->free_area[o].nr_free, "zone %u: order %u nr_free %zu, list %zu",

@@ -37,7 +37,7 @@
  *   - no free block's buddy is a free block of the same order (coalescing is
  *     complete);
  *   - zone->free_pages == sum over orders of nr_free[order] << order;
- *   - zone->dirty_pages == sum of the sizes of free blocks with dirty set;
+ *   - zone->dirty_pages == sum of the sizes of free blocks with mem DIRTY;
  *   - pcp->count == sum over its lists of 2^order pages, every page on it has
  *     state PC_PG_PCP.
  */
@@ -64,6 +64,10 @@ enum pc_page_state {
 	PC_PG_LARGE,    /* head of a large malloc block (set by malloc) */
 };
 
+/* What backs a free block, in merge order (a merged block takes the max):
+ * never touched since mapped, given back to the OS, or possibly resident. */
+enum pc_mem { PC_MEM_FRESH = 0, PC_MEM_RELEASED = 1, PC_MEM_DIRTY = 2 };
+
 /*
  * One per 4 KiB page, 64 bytes. Fields other than list/state/order/dirty are
  * the owner's: the slab layer uses slab_word (freelist + counters, updated by
@@ -76,7 +80,7 @@ struct pc_page {
 	struct pc_page *head;  /* PC_PG_TAIL: the slab's head page */
 	_Atomic uint8_t state; /* enum pc_page_state: use pc_pg_state/_set_state */
 	_Atomic uint8_t order; /* valid for heads: use pc_pg_order/_set_order */
-	uint8_t dirty;         /* PC_PG_BUDDY: may hold resident memory */
+	uint8_t mem;           /* PC_PG_BUDDY: enum pc_mem, what backs the block */
 	uint8_t flags;         /* owner's */
 	uint32_t aux;          /* owner's */
 	uint64_t aux2;         /* owner's */
@@ -156,7 +160,11 @@ struct pc_zone {
 	size_t dirty_pages;    /* under lock */
 	_Atomic size_t free_hint;  /* copies of free_pages and dirty_pages for */
 	_Atomic size_t dirty_hint; /* lock-free looks (fallback, release) */
-	_Atomic uint64_t last_release_ns; /* zone_maybe_release's rate limit */
+	/* zone_maybe_release's adaptive policy (relaxed: heuristics only) */
+	_Atomic uint64_t last_release_ns, thrash_ns;
+	_Atomic size_t retain_pages;      /* dirty pages kept before releasing */
+	_Atomic size_t last_released;     /* pages the last release gave back */
+	_Atomic size_t refaulted;         /* released pages handed out since */
 	size_t managed_pages;  /* under lock: pages in all regions */
 	struct pc_region *regions;
 	struct pc_mutex grow_lock;
@@ -250,7 +258,7 @@ PC_INLINE void *pc_page_address(const struct pc_page *pg)
 /* ---- layer-private: shared between the files of src/page/ ------------------ */
 /* "buddy.c" */
 struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order);
-void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, bool dirty);
+void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem);
 struct pc_page *zone_alloc(struct pc_zone *z, unsigned order);
 void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order);
 bool zone_grow(struct pc_zone *z);

@@ -115,7 +115,7 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 			struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
 			pc_list_del(&pg->list);
 			pc_pg_set_state(pg, PC_PG_NONE);
-			zone_free_block_locked(z, pg, o, true);
+			zone_free_block_locked(z, pg, o, PC_MEM_DIRTY);
 			moved += 1 << o;
 			pcp->count -= 1 << o;
 		}
