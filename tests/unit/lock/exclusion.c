@@ -11,41 +11,16 @@
  *
  * PC_TEST_LABELS: tsan
  */
+#define _GNU_SOURCE
 #include "lock/lock.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
-
-/* n scaled for the build (TSan is 5-10x slower) and by PC_TEST_SCALE. */
-static unsigned scaled(unsigned n)
-{
-#if defined(__SANITIZE_THREAD__)
-	n /= 5;
-#endif
-	const char *e = getenv("PC_TEST_SCALE");
-	if (e != NULL && atoi(e) > 0)
-		n = (unsigned)((uint64_t)n * (unsigned)atoi(e) / 100);
-	return n > 0 ? n : 1;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void watchdog(int sig)
-{
-	static const char msg[] = "exclusion: watchdog: the test hangs\n";
-	(void)sig;
-	(void)!write(2, msg, sizeof(msg) - 1);
-	_exit(2);
-}
 
 /* What a worker locks: one of the raw kinds, or the generic lock. */
 enum impl { RAW_SPIN, RAW_TICKET, RAW_MCS, RAW_MUTEX, GENERIC };
@@ -158,9 +133,9 @@ static void run_exclusion(enum impl impl, enum pc_lock_kind kind, unsigned nthre
 static void run_all_counts(enum impl impl, enum pc_lock_kind kind, unsigned iters16)
 {
 	alarm(120);
-	run_exclusion(impl, kind, 16, scaled(iters16));
-	run_exclusion(impl, kind, 32, scaled(iters16 / 2));
-	run_exclusion(impl, kind, 64, scaled(iters16 / 4));
+	run_exclusion(impl, kind, 16, scaled(iters16, 5));
+	run_exclusion(impl, kind, 32, scaled(iters16 / 2, 5));
+	run_exclusion(impl, kind, 64, scaled(iters16 / 4, 5));
 	alarm(0);
 }
 
@@ -223,14 +198,14 @@ static void run_nested(enum pc_lock_kind kind, unsigned nthreads, unsigned iters
 TEST(generic_nested_out_of_order)
 {
 	alarm(120);
-	run_nested(PC_LOCK_MCS, 16, scaled(1000));
-	run_nested(PC_LOCK_MUTEX, 16, scaled(5000));
+	run_nested(PC_LOCK_MCS, 16, scaled(1000, 5));
+	run_nested(PC_LOCK_MUTEX, 16, scaled(5000, 5));
 	alarm(0);
 }
 
 int main(void)
 {
-	signal(SIGALRM, watchdog);
+	watchdog_install("exclusion: watchdog: the test hangs\n");
 	RUN(spin);
 	RUN(ticket);
 	RUN(mcs);

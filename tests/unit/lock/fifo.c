@@ -9,8 +9,10 @@
  *
  * PC_TEST_LABELS: tsan
  */
+#define _GNU_SOURCE
 #include "lock/lock.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -36,14 +38,6 @@ struct waiter {
 	struct fifo *f;
 	unsigned id;
 };
-
-static void watchdog(int sig)
-{
-	static const char msg[] = "fifo: watchdog: the test hangs\n";
-	(void)sig;
-	(void)!write(2, msg, sizeof(msg) - 1);
-	_exit(2);
-}
 
 static void *fifo_waiter(void *arg)
 {
@@ -151,7 +145,7 @@ TEST(generic_mcs_fifo)
 
 int main(void)
 {
-	signal(SIGALRM, watchdog);
+	watchdog_install("fifo: watchdog: the test hangs\n");
 	alarm(60);
 	RUN(ticket_fifo);
 	RUN(mcs_fifo);

@@ -12,8 +12,10 @@
  *
  * PC_TEST_LABELS: tsan
  */
+#define _GNU_SOURCE
 #include "lock/lock.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -22,32 +24,6 @@
 #include <unistd.h>
 
 #define MAX_THREADS 64
-
-static unsigned scaled(unsigned n)
-{
-#if defined(__SANITIZE_THREAD__)
-	n /= 4;
-#endif
-	const char *e = getenv("PC_TEST_SCALE");
-	if (e != NULL && atoi(e) > 0)
-		n = (unsigned)((uint64_t)n * (unsigned)atoi(e) / 100);
-	return n > 0 ? n : 1;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void watchdog(int sig)
-{
-	static const char msg[] = "mutex: watchdog: the test hangs (lost wake-up?)\n";
-	(void)sig;
-	(void)!write(2, msg, sizeof(msg) - 1);
-	_exit(2);
-}
 
 struct phase {
 	struct pc_mutex m;
@@ -128,12 +104,12 @@ TEST(no_lost_wakeup)
 {
 	alarm(120);
 	struct pc_mutex_spin_counters before = counters_now();
-	run_phase(false, 32, scaled(20000), 0, 0);
-	run_phase(false, 64, scaled(5000), 0, 0);
+	run_phase(false, 32, scaled(20000, 4), 0, 0);
+	run_phase(false, 64, scaled(5000, 4), 0, 0);
 	/* Holder sleeps 200 us every 50th time: waiters must use the futex. */
-	run_phase(false, 32, scaled(400), 50, 200);
+	run_phase(false, 32, scaled(400, 4), 50, 200);
 	/* Every section sleeps: a pure hand-off chain through futex wakes. */
-	run_phase(false, 16, scaled(40), 1, 100);
+	run_phase(false, 16, scaled(40, 4), 1, 100);
 	struct pc_mutex_spin_counters after = counters_now();
 	CHECK(after.sleeps > before.sleeps);
 	alarm(0);
@@ -146,7 +122,7 @@ TEST(osq_unqueue)
 	struct pc_mutex_spin_counters before = counters_now(), after;
 	double t0 = now_ms();
 	do {
-		run_phase(false, 32, scaled(16), 4, 1000);
+		run_phase(false, 32, scaled(16, 4), 4, 1000);
 		after = counters_now();
 	} while (after.unqueued == before.unqueued && now_ms() - t0 < 10000);
 	fprintf(stderr, "  counters: spin_acquired %llu, spin_timeout %llu, unqueued %llu, "
@@ -171,12 +147,12 @@ TEST(osq_unqueue_stress)
 	alarm(120);
 	struct pc_mutex_spin_counters before = counters_now();
 	pc_store_relaxed(&pc_mutex_spin_pauses, 4000);
-	run_phase(false, 32, scaled(24), 2, 1000);
-	run_phase(false, 64, scaled(400), 8, 50);
+	run_phase(false, 32, scaled(24, 4), 2, 1000);
+	run_phase(false, 64, scaled(400, 4), 8, 50);
 	/* Budget longer than a time slice: spinners get preempted inside the
 	 * queue, so others queue behind them and leave from the middle. */
 	pc_store_relaxed(&pc_mutex_spin_pauses, 200000);
-	run_phase(false, 16, scaled(20), 2, 1000);
+	run_phase(false, 16, scaled(20, 4), 2, 1000);
 	pc_store_relaxed(&pc_mutex_spin_pauses, PC_MUTEX_SPIN_PAUSES);
 	struct pc_mutex_spin_counters after = counters_now();
 	fprintf(stderr, "  unqueued %llu\n", (unsigned long long)(after.unqueued - before.unqueued));
@@ -190,7 +166,7 @@ TEST(no_spin)
 	alarm(120);
 	struct pc_mutex_spin_counters before = counters_now();
 	pc_store_relaxed(&pc_mutex_spin_pauses, 0);
-	run_phase(false, 32, scaled(2000), 16, 20);
+	run_phase(false, 32, scaled(2000, 4), 16, 20);
 	pc_store_relaxed(&pc_mutex_spin_pauses, PC_MUTEX_SPIN_PAUSES);
 	struct pc_mutex_spin_counters after = counters_now();
 	CHECK_EQ(after.spin_acquired, before.spin_acquired);
@@ -242,10 +218,10 @@ TEST(osq_spin_mixed)
 	alarm(120);
 	struct pc_mutex_spin_counters before = counters_now();
 	outside_pauses = 100; /* ~3 us between sections: a spinning head wins */
-	run_phase(false, 2, scaled(50000), 0, 0);
-	run_phase(false, 8, scaled(20000), 0, 0);
+	run_phase(false, 2, scaled(50000, 4), 0, 0);
+	run_phase(false, 8, scaled(20000, 4), 0, 0);
 	outside_pauses = 0;
-	run_phase(false, 32, scaled(2000), 16, 20);
+	run_phase(false, 32, scaled(2000, 4), 16, 20);
 	struct pc_mutex_spin_counters after = counters_now();
 	fprintf(stderr, "  spin_acquired %llu, spin_timeout %llu\n",
 		(unsigned long long)(after.spin_acquired - before.spin_acquired),
@@ -256,14 +232,14 @@ TEST(osq_spin_mixed)
 TEST(generic_mutex)
 {
 	alarm(120);
-	run_phase(true, 32, scaled(10000), 0, 0);
-	run_phase(true, 32, scaled(16), 4, 1000);
+	run_phase(true, 32, scaled(10000, 4), 0, 0);
+	run_phase(true, 32, scaled(16, 4), 4, 1000);
 	alarm(0);
 }
 
 int main(void)
 {
-	signal(SIGALRM, watchdog);
+	watchdog_install("mutex: watchdog: the test hangs (lost wake-up?)\n");
 	RUN(no_lost_wakeup);
 	RUN(osq_unqueue);
 	RUN(osq_unqueue_stress);

@@ -8,8 +8,10 @@
  * Not run under ThreadSanitizer: it needs thousands of threads, and the
  * concurrency itself is covered by mutex.c.
  */
+#define _GNU_SOURCE
 #include "lock/lock.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -18,14 +20,6 @@
 #include <unistd.h>
 
 #define BATCH 64
-
-static void watchdog(int sig)
-{
-	static const char msg[] = "osq_pool: watchdog: the test hangs\n";
-	(void)sig;
-	(void)!write(2, msg, sizeof(msg) - 1);
-	_exit(2);
-}
 
 static struct pc_mutex mutex;
 static unsigned long counter; /* plain, under mutex */
@@ -120,7 +114,7 @@ TEST(pool_exhausted_then_fork)
 
 int main(void)
 {
-	signal(SIGALRM, watchdog);
+	watchdog_install("osq_pool: watchdog: the test hangs\n");
 	alarm(120);
 	RUN(nodes_recycled);
 	RUN(pool_exhausted_then_fork);

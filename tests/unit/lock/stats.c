@@ -12,8 +12,10 @@
  *
  * PC_TEST_LABELS: tsan
  */
+#define _GNU_SOURCE
 #include "lock/lock.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -27,14 +29,6 @@
 
 static struct pc_lock kind_locks[PC_LOCK_KIND_COUNT];
 static struct pc_lock_stats kind_stats[PC_LOCK_KIND_COUNT];
-
-static void watchdog(int sig)
-{
-	static const char msg[] = "stats: watchdog: the test hangs\n";
-	(void)sig;
-	(void)!write(2, msg, sizeof(msg) - 1);
-	_exit(2);
-}
 
 struct contend {
 	struct pc_lock *lock;
@@ -261,7 +255,7 @@ TEST(registry)
 
 int main(void)
 {
-	signal(SIGALRM, watchdog);
+	watchdog_install("stats: watchdog: the test hangs\n");
 	alarm(120);
 	RUN(stats_on);
 	RUN(stats_off);

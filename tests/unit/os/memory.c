@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include "os/os.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -20,14 +21,6 @@
 #include <unistd.h>
 
 #define MiB ((size_t)1 << 20)
-
-/* Total mapped bytes of this process (statm field 1), read without malloc. */
-static size_t mapped_bytes(void)
-{
-	char buf[128];
-	REQUIRE(os_read_file("/proc/self/statm", buf, sizeof(buf)) > 0);
-	return (size_t)strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE);
-}
 
 static bool is_mapped(const void *p)
 {

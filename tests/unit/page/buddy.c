@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include "page/page.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -71,7 +72,7 @@ static unsigned rand_order(uint64_t *s)
 	return (unsigned)__builtin_ctzll(r);
 }
 
-static struct pc_zone *zone_of(const void *p)
+static struct pc_zone *zone_or_null(const void *p)
 {
 	struct pc_page *pg = pc_page_of(p);
 	return pg ? pc_page_region(pg)->zone : NULL;
@@ -113,7 +114,7 @@ static void audit_accounting(struct audit *a)
 		struct pc_zone *z = pc_zone_get(i);
 		size_t live_pages = 0;
 		for (size_t k = 0; k < nlive; k++)
-			if (zone_of(live[k].p) == z)
+			if (zone_or_null(live[k].p) == z)
 				live_pages += (size_t)1 << live[k].order;
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&z->pcp[c].lock);
@@ -146,26 +147,6 @@ static void checkpoint(size_t op)
 	CHECK_EQ(a.bad_account, 0);
 	if (!ok || a.bad_tags || a.bad_state || a.overlaps || a.bad_account)
 		fprintf(stderr, "  ... at operation %zu, %zu live blocks\n", op, nlive);
-}
-
-/* After everything is freed and drained: every pcp empty, every zone one
- * free list of whole order-PC_MAX_ORDER blocks. */
-static void check_coalesced(void)
-{
-	CHECK(pc_page_check());
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		pc_lock_acquire(&z->lock);
-		size_t managed = z->managed_pages, free_pages = z->free_pages;
-		size_t top = z->free_area[PC_MAX_ORDER].nr_free;
-		pc_lock_release(&z->lock);
-		CHECK_EQ(free_pages, managed);
-		CHECK_EQ(top, managed >> PC_MAX_ORDER);
-		for (unsigned o = 0; o < PC_MAX_ORDER; o++)
-			CHECK_EQ(z->free_area[o].nr_free, 0);
-		for (unsigned c = 0; c < os_cpu_count(); c++)
-			CHECK_EQ(z->pcp[c].count, 0);
-	}
 }
 
 struct run_result {
@@ -202,7 +183,7 @@ static void run_sequence(uint64_t seed, bool expect_pcp_empty_after_free)
 			live[k] = live[--nlive];
 			if (!tag_ok(&b))
 				r.bad_free_tags++;
-			struct pc_zone *z = zone_of(b.p);
+			struct pc_zone *z = zone_or_null(b.p);
 			unsigned cpu = os_cpu_current();
 			pc_free_pages(b.p, b.order);
 			r.frees++;
@@ -233,7 +214,7 @@ static void run_sequence(uint64_t seed, bool expect_pcp_empty_after_free)
 	}
 	CHECK_EQ(bad, 0);
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced_locked(true);
 }
 
 TEST(model_default)
@@ -276,7 +257,7 @@ TEST(descriptor_states)
 	CHECK(pc_alloc_pages(PC_MAX_ORDER + 1) == NULL);
 	CHECK_EQ(errno, ENOMEM);
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced_locked(true);
 }
 
 /* ---- misuse: page.h promises "a double free or a pointer we do not own is
@@ -389,7 +370,7 @@ TEST(free_in_pieces)
 		CHECK(pc_page_check());
 	}
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced_locked(true);
 }
 
 int main(void)

@@ -13,61 +13,19 @@
 #define _GNU_SOURCE
 #include "page/page.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
 
-static struct pc_zone *zone_of(const void *p)
-{
-	struct pc_page *pg = pc_page_of(p);
-	REQUIRE(pg != NULL);
-	return pc_page_region(pg)->zone;
-}
-
-static bool pin_cpu(unsigned cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		return false;
-	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
-		sched_yield();
-	return os_cpu_current() == cpu;
-}
-
 static size_t node_free_pages(unsigned node)
 {
 	size_t n = 0;
 	struct pc_node *nd = pc_node_get(node);
-	for (unsigned i = 0; i < nd->nr_zones; i++) {
-		struct pc_zone *z = &nd->zones[i];
-		pc_lock_acquire(&z->lock);
-		n += z->free_pages;
-		pc_lock_release(&z->lock);
-		for (unsigned c = 0; c < os_cpu_count(); c++)
-			n += (size_t)z->pcp[c].count;
-	}
+	for (unsigned i = 0; i < nd->nr_zones; i++)
+		n += zone_free_total(&nd->zones[i]);
 	return n;
-}
-
-static uint64_t fallbacks_total(void)
-{
-	uint64_t n = 0;
-	for (unsigned i = 0; i < pc_zone_count(); i++)
-		n += atomic_load(&pc_zone_get(i)->stats.fallbacks);
-	return n;
-}
-
-static void check_coalesced(void)
-{
-	CHECK(pc_page_check());
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		CHECK_EQ(z->free_pages, z->managed_pages);
-		CHECK_EQ(z->free_area[PC_MAX_ORDER].nr_free, z->managed_pages >> PC_MAX_ORDER);
-	}
 }
 
 TEST(topology)
@@ -173,7 +131,7 @@ TEST(alloc_node_both_grown)
 		}
 	}
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced(false);
 }
 
 /* Node 1 cannot grow (map failures injected) and its free memory is used up:
@@ -217,7 +175,7 @@ TEST(fallback_to_other_node)
 	while (nheld > 0)
 		pc_free_pages(held[--nheld], PC_MAX_ORDER);
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced(false);
 }
 
 int main(void)

@@ -12,59 +12,13 @@
 #define _GNU_SOURCE
 #include "page/page.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
 
 static bool two_cpus_one_node;
-
-static struct pc_zone *zone_of(const void *p)
-{
-	struct pc_page *pg = pc_page_of(p);
-	REQUIRE(pg != NULL);
-	return pc_page_region(pg)->zone;
-}
-
-static bool pin_cpu(unsigned cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		return false;
-	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
-		sched_yield();
-	return os_cpu_current() == cpu;
-}
-
-static uint64_t fallbacks_total(void)
-{
-	uint64_t n = 0;
-	for (unsigned i = 0; i < pc_zone_count(); i++)
-		n += atomic_load(&pc_zone_get(i)->stats.fallbacks);
-	return n;
-}
-
-static size_t zone_free_total(struct pc_zone *z)
-{
-	pc_lock_acquire(&z->lock);
-	size_t n = z->free_pages;
-	pc_lock_release(&z->lock);
-	for (unsigned c = 0; c < os_cpu_count(); c++)
-		n += (size_t)z->pcp[c].count;
-	return n;
-}
-
-static void check_coalesced(void)
-{
-	CHECK(pc_page_check());
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		CHECK_EQ(z->free_pages, z->managed_pages);
-		CHECK_EQ(z->free_area[PC_MAX_ORDER].nr_free, z->managed_pages >> PC_MAX_ORDER);
-	}
-}
 
 TEST(topology)
 {
@@ -169,7 +123,7 @@ TEST(grow_when_sibling_exhausted)
 	while (nheld > 0)
 		pc_free_pages(held[--nheld], PC_MAX_ORDER);
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced(false);
 }
 
 /* Both instances have memory now: each CPU is served by its own instance,
@@ -197,7 +151,7 @@ TEST(preferred_instance_serves)
 		CHECK_EQ(nd->zones[1 - c].pcp[c].count, 0);
 	}
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced(false);
 }
 
 int main(void)

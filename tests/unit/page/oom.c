@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "page/page.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -27,25 +28,6 @@
 
 #define INJECT_ALL UINT_MAX
 
-static size_t mapped_bytes(void)
-{
-	char buf[128];
-	REQUIRE(os_read_file("/proc/self/statm", buf, sizeof(buf)) > 0);
-	return (size_t)strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-static bool pin_cpu(unsigned cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		return false;
-	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
-		sched_yield();
-	return os_cpu_current() == cpu;
-}
-
 static void unpin(void)
 {
 	cpu_set_t set;
@@ -53,21 +35,6 @@ static void unpin(void)
 	for (unsigned c = 0; c < os_cpu_count() && c < CPU_SETSIZE; c++)
 		CPU_SET(c, &set);
 	(void)sched_setaffinity(0, sizeof(set), &set);
-}
-
-/* Free pages of every zone plus pages cached on every pcp. */
-static size_t free_total(void)
-{
-	size_t n = 0;
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		pc_lock_acquire(&z->lock);
-		n += z->free_pages;
-		pc_lock_release(&z->lock);
-		for (unsigned c = 0; c < os_cpu_count(); c++)
-			n += (size_t)z->pcp[c].count;
-	}
-	return n;
 }
 
 static size_t managed_total(void)
@@ -84,18 +51,6 @@ static uint64_t map_failures_total(void)
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		n += atomic_load(&pc_zone_get(i)->stats.map_failures);
 	return n;
-}
-
-static void check_coalesced(void)
-{
-	CHECK(pc_page_check());
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		CHECK_EQ(z->free_pages, z->managed_pages);
-		CHECK_EQ(z->free_area[PC_MAX_ORDER].nr_free, z->managed_pages >> PC_MAX_ORDER);
-		for (unsigned c = 0; c < os_cpu_count(); c++)
-			CHECK_EQ(z->pcp[c].count, 0);
-	}
 }
 
 /* ---- (a) start-up ------------------------------------------------------------ */
@@ -241,7 +196,7 @@ TEST(top_order_exhaustion)
 	while (nbig > 0)
 		pc_free_pages(big[--nbig], PC_MAX_ORDER);
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced(true);
 }
 
 /* ---- (b') order 0, through the pcp ---------------------------------------------- */
@@ -309,7 +264,7 @@ TEST(order0_exhaustion)
 	free(pg);
 	os_inject_map_failures(0, 0);
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced(true);
 	unpin();
 }
 
@@ -344,7 +299,7 @@ TEST(mixed_orders_exhaustion)
 	free(b);
 	os_inject_map_failures(0, 0);
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced(true);
 }
 
 int main(void)

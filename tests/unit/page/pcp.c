@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "page/page.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -28,23 +29,6 @@ static char *pages[MAX_PAGES];
 static size_t npages;
 static struct pc_zone *zone;
 static struct pc_pcp *pcp;
-
-static bool pin_cpu(unsigned cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		return false;
-	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
-		sched_yield();
-	return os_cpu_current() == cpu;
-}
-
-static void set_opt(enum pc_option o, long v)
-{
-	REQUIRE(pc_option_set(o, v, false) == 0);
-}
 
 /* Allocate order-0 pages until `want` refills of pcp[0] have been seen;
  * seq[] gets their sizes. */
@@ -361,12 +345,7 @@ TEST(cleanup)
 	while (npages > 0)
 		pc_free_pages(pages[--npages], 0);
 	pc_page_drain_all();
-	CHECK(pc_page_check());
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		CHECK_EQ(z->free_pages, z->managed_pages);
-		CHECK_EQ(z->free_area[PC_MAX_ORDER].nr_free, z->managed_pages >> PC_MAX_ORDER);
-	}
+	check_coalesced(false);
 }
 
 int main(void)

@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include "page/page.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -207,22 +208,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void check_coalesced(void)
-{
-	CHECK(pc_page_check());
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		pc_lock_acquire(&z->lock);
-		size_t managed = z->managed_pages, free_pages = z->free_pages;
-		size_t top = z->free_area[PC_MAX_ORDER].nr_free;
-		pc_lock_release(&z->lock);
-		CHECK_EQ(free_pages, managed);
-		CHECK_EQ(top, managed >> PC_MAX_ORDER);
-		for (unsigned c = 0; c < os_cpu_count(); c++)
-			CHECK_EQ(z->pcp[c].count, 0);
-	}
-}
-
 enum { ROUND_PLAIN, ROUND_FLIP, ROUND_CHECKER };
 
 static void round_run(unsigned nthreads, uint64_t seed, int mode)
@@ -291,7 +276,7 @@ static void round_run(unsigned nthreads, uint64_t seed, int mode)
 		atomic_load(&total_ops), atomic_load(&handoffs), now_s() - t0);
 
 	pc_page_drain_all();
-	check_coalesced();
+	check_coalesced_locked(false);
 }
 
 TEST(threads_16) { round_run(16, 1000, ROUND_PLAIN); }

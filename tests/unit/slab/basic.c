@@ -14,29 +14,13 @@
 #define _GNU_SOURCE
 #include "slab/slab.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-static bool pin_cpu(unsigned cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		return false;
-	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
-		sched_yield();
-	return os_cpu_current() == cpu;
-}
-
-static void set_opt(enum pc_option o, long v)
-{
-	REQUIRE(pc_option_set(o, v, false) == 0);
-}
 
 static unsigned order_for_bytes(size_t n)
 {

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include "slab/slab.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <sched.h>
 
@@ -42,23 +43,6 @@ struct model {
 
 static struct model models[NCACHES];
 static uint64_t rng = 0x9E3779B97F4A7C15ULL;
-
-static bool pin_cpu(unsigned cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		return false;
-	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
-		sched_yield();
-	return os_cpu_current() == cpu;
-}
-
-static void set_opt(enum pc_option o, long v)
-{
-	REQUIRE(pc_option_set(o, v, false) == 0);
-}
 
 static inline uint64_t pattern_word(const void *obj, size_t i, unsigned cache)
 {

@@ -20,21 +20,10 @@
 #define _GNU_SOURCE
 #include "slab/slab.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <pthread.h>
 #include <sched.h>
-
-static bool pin_cpu(unsigned cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) != 0)
-		return false;
-	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
-		sched_yield();
-	return os_cpu_current() == cpu;
-}
 
 static unsigned node_of_mem(const void *p)
 {

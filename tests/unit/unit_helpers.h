@@ -1,0 +1,183 @@
+/*
+ * tests/unit/unit_helpers.h - helpers shared by several unit tests under
+ * tests/unit/<layer>/: pinning to a CPU, setting an option at run time, zone
+ * look-ups and free-page totals, the "everything is coalesced" check, the
+ * mapped size of the process, and the iteration scaling, clock and hang
+ * watchdog of the lock tests. Static inline, so a test pays only for what it
+ * calls. Include after test.h; the file must define _GNU_SOURCE (for
+ * sched_setaffinity) before any include.
+ */
+#ifndef PC_UNIT_HELPERS_H
+#define PC_UNIT_HELPERS_H
+
+#ifndef _GNU_SOURCE
+#error "define _GNU_SOURCE before any include to use unit/unit_helpers.h"
+#endif
+
+#include "ctl/options.h"
+#include "os/os.h"
+#include "page/page.h"
+#include "test.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- CPUs and options -------------------------------------------------- */
+
+/* Pin the calling thread to `cpu`, and wait until os_cpu_current() says so. */
+static inline bool pin_cpu(unsigned cpu)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		return false;
+	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
+		sched_yield();
+	return os_cpu_current() == cpu;
+}
+
+/* Set option o to v at run time; it must be accepted. */
+static inline void set_opt(enum pc_option o, long v)
+{
+	REQUIRE(pc_option_set(o, v, false) == 0);
+}
+
+/* ---- zones -------------------------------------------------------------- */
+
+/* The zone of the page allocator memory at p (which must be some). */
+static inline struct pc_zone *zone_of(const void *p)
+{
+	struct pc_page *pg = pc_page_of(p);
+	REQUIRE(pg != NULL);
+	return pc_page_region(pg)->zone;
+}
+
+/* Free pages of zone z (read under its lock) plus pages cached on its pcps. */
+static inline size_t zone_free_total(struct pc_zone *z)
+{
+	pc_lock_acquire(&z->lock);
+	size_t n = z->free_pages;
+	pc_lock_release(&z->lock);
+	for (unsigned c = 0; c < os_cpu_count(); c++)
+		n += (size_t)z->pcp[c].count;
+	return n;
+}
+
+/* Free pages of every zone plus pages cached on every pcp. */
+static inline size_t free_total(void)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		n += zone_free_total(pc_zone_get(i));
+	return n;
+}
+
+/* stats.fallbacks summed over the zones. */
+static inline uint64_t fallbacks_total(void)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		n += atomic_load(&pc_zone_get(i)->stats.fallbacks);
+	return n;
+}
+
+/* pc_page_check() passes and every zone is back to whole PC_MAX_ORDER
+ * blocks: all its pages free, counted as top-order blocks. pcp_empty: also
+ * check that no pcp of any zone caches a page. Reads without the locks. */
+static inline void check_coalesced(bool pcp_empty)
+{
+	CHECK(pc_page_check());
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		CHECK_EQ(z->free_pages, z->managed_pages);
+		CHECK_EQ(z->free_area[PC_MAX_ORDER].nr_free, z->managed_pages >> PC_MAX_ORDER);
+		if (pcp_empty)
+			for (unsigned c = 0; c < os_cpu_count(); c++)
+				CHECK_EQ(z->pcp[c].count, 0);
+	}
+}
+
+/* The same, reading the zone counters under the zone lock, and always
+ * checking that the pcps are empty. lower_orders_empty: also check that no
+ * block of an order below PC_MAX_ORDER is free. */
+static inline void check_coalesced_locked(bool lower_orders_empty)
+{
+	CHECK(pc_page_check());
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		pc_lock_acquire(&z->lock);
+		size_t managed = z->managed_pages, free_pages = z->free_pages;
+		size_t top = z->free_area[PC_MAX_ORDER].nr_free;
+		pc_lock_release(&z->lock);
+		CHECK_EQ(free_pages, managed);
+		CHECK_EQ(top, managed >> PC_MAX_ORDER);
+		if (lower_orders_empty)
+			for (unsigned o = 0; o < PC_MAX_ORDER; o++)
+				CHECK_EQ(z->free_area[o].nr_free, 0);
+		for (unsigned c = 0; c < os_cpu_count(); c++)
+			CHECK_EQ(z->pcp[c].count, 0);
+	}
+}
+
+/* ---- the process -------------------------------------------------------- */
+
+/* Size of the process's address space (statm), in bytes. */
+static inline size_t mapped_bytes(void)
+{
+	char buf[128];
+	REQUIRE(os_read_file("/proc/self/statm", buf, sizeof(buf)) > 0);
+	return (size_t)strtoull(buf, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* ---- the lock tests: iterations, time, watchdog ------------------------- */
+
+/* n scaled for the build, divided by tsan_divisor under ThreadSanitizer,
+ * and by PC_TEST_SCALE=<percent>; at least 1. */
+static inline unsigned scaled(unsigned n, unsigned tsan_divisor)
+{
+#if defined(__SANITIZE_THREAD__)
+	n /= tsan_divisor;
+#else
+	(void)tsan_divisor;
+#endif
+	const char *e = getenv("PC_TEST_SCALE");
+	if (e != NULL && atoi(e) > 0)
+		n = (unsigned)((uint64_t)n * (unsigned)atoi(e) / 100);
+	return n > 0 ? n : 1;
+}
+
+/* CLOCK_MONOTONIC in milliseconds. */
+static inline double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The message the watchdog prints (set by watchdog_install). */
+static inline const char **watchdog_message(void)
+{
+	static const char *msg;
+	return &msg;
+}
+
+static inline void watchdog(int sig)
+{
+	const char *msg = *watchdog_message();
+	(void)sig;
+	(void)!write(2, msg, strlen(msg));
+	_exit(2);
+}
+
+/* On SIGALRM (arm it with alarm()), write msg to stderr and exit with 2. */
+static inline void watchdog_install(const char *msg)
+{
+	*watchdog_message() = msg;
+	signal(SIGALRM, watchdog);
+}
+
+#endif /* PC_UNIT_HELPERS_H */
