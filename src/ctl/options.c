@@ -47,8 +47,6 @@ int pc_option_find(const char *name)
 }
 
 const char *pc_option_name(enum pc_option o) { return option_table[o].name; }
-const char *pc_option_description(enum pc_option o) { return option_table[o].description; }
-bool pc_option_is_runtime(enum pc_option o) { return option_table[o].runtime; }
 
 void pc_option_on_change(enum pc_option o, void (*hook)(long value))
 {

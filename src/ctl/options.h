@@ -67,8 +67,6 @@ void pc_options_init(void);
 /* Index of the option called name, or -1. */
 int pc_option_find(const char *name);
 const char *pc_option_name(enum pc_option o);
-const char *pc_option_description(enum pc_option o);
-bool pc_option_is_runtime(enum pc_option o);
 /* Set a value. before_start: true while the allocator initialises (any option
  * may be set), false later (only runtime options). 0, or -1 with errno EINVAL
  * (out of range) or EPERM (start-up only). Runs the change hook. */

@@ -64,6 +64,19 @@ void pc_lock_stats_add_wait(struct pc_lock_stats *s, uint64_t ns)
 	pc_add_relaxed(&s->wait_hist[pc_lock_hist_bucket(ns)], 1);
 }
 
+void pc_lock_stats_merge(struct pc_lock_stats *dst, const struct pc_lock_stats *src)
+{
+	struct pc_lock_stats *s = (struct pc_lock_stats *)(uintptr_t)src;
+	pc_add_relaxed(&dst->acquisitions, pc_load_relaxed(&s->acquisitions));
+	pc_add_relaxed(&dst->contended, pc_load_relaxed(&s->contended));
+	pc_add_relaxed(&dst->wait_ns_total, pc_load_relaxed(&s->wait_ns_total));
+	pc_max_relaxed(&dst->wait_ns_max, pc_load_relaxed(&s->wait_ns_max));
+	pc_add_relaxed(&dst->hold_ns_total, pc_load_relaxed(&s->hold_ns_total));
+	pc_max_relaxed(&dst->hold_ns_max, pc_load_relaxed(&s->hold_ns_max));
+	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++)
+		pc_add_relaxed(&dst->wait_hist[i], pc_load_relaxed(&s->wait_hist[i]));
+}
+
 void pc_lock_stats_reset(struct pc_lock_stats *s)
 {
 	pc_store_relaxed(&s->acquisitions, 0);
@@ -383,4 +396,28 @@ void pc_lock_fork_child(void)
 	pc_spin_init(&lock_registry_lock);
 	pc_spin_init(&lock_fork_lock);
 	pc_mutex_fork_child();
+}
+
+/* States of pc_once_try: 0 not done, 1 running, 2 done. */
+bool pc_once_try(_Atomic uint32_t *state, bool (*init)(void))
+{
+	for (;;) {
+		/* Acquire: pairs with the release below, so what init() wrote is
+		 * visible to every caller that sees 2. */
+		uint32_t s = pc_load_acquire(state);
+		if (pc_likely(s == 2))
+			return true;
+		if (s == 0) {
+			if (!pc_cas_strong_acquire(state, &s, 1))
+				continue;
+			bool ok = init();
+			/* Release: publishes init()'s writes with the state. */
+			pc_store_release(state, ok ? 2 : 0);
+			return ok;
+		}
+		while (pc_load_acquire(state) == 1)
+			os_yield();
+		if (pc_load_acquire(state) == 0)
+			return false; /* the initialiser failed; a later call retries */
+	}
 }

@@ -65,6 +65,8 @@ struct pc_lock_stats {
 };
 extern _Atomic bool pc_lock_stats_enabled;
 void pc_lock_stats_reset(struct pc_lock_stats *s);
+/* Add every counter of src into dst (maxima: the larger). */
+void pc_lock_stats_merge(struct pc_lock_stats *dst, const struct pc_lock_stats *src);
 /* Add one wait time (ns) to the log2 histogram bucket and totals. */
 void pc_lock_stats_add_wait(struct pc_lock_stats *s, uint64_t ns);
 /* Log2 bucket index of ns, clamped to the last bucket. */
@@ -211,6 +213,14 @@ void pc_lock_thread_exit(void);
  * lock and the spin queue node pool (pc_mutex_fork_child). Each lock the
  * child uses still needs pc_lock_reinit(). */
 void pc_lock_fork_child(void);
+
+/*
+ * Run init() once, process-wide: the first caller runs it, concurrent callers
+ * wait (yielding) for the result. If init() fails, the state goes back to "not
+ * done" so that a later call tries again (start-up that the OS refused memory
+ * for). Returns whether init has succeeded. *state starts at 0.
+ */
+bool pc_once_try(_Atomic uint32_t *state, bool (*init)(void));
 
 /* Called once in a thread after it first took per-thread lock state (its
  * spin-queue node), so that the caller can arrange for pc_lock_thread_exit()

@@ -25,7 +25,7 @@ _Static_assert(sizeof(pc_class_size) / sizeof(pc_class_size[0]) == PC_NR_CLASSES
 	       PC_SMALL_MAX == 8192, "size class table and PC_NR_CLASSES disagree");
 uint8_t pc_class_of16[PC_SMALL_MAX / 16 + 1];
 struct pc_cache *pc_class_cache[PC_NR_CLASSES];
-_Atomic int pc_malloc_ready; /* 0 no, 1 starting, 2 ready */
+_Atomic uint32_t pc_malloc_ready; /* pc_once_try: 2 when ready */
 
 static void build_class_table(void)
 {
@@ -51,25 +51,21 @@ static bool create_caches(void)
 	return true;
 }
 
+static bool malloc_init_once(void)
+{
+	int saved = errno;
+	build_class_table();
+	bool ok = pc_page_try_init() && create_caches();
+	errno = ok ? saved : ENOMEM;
+	return ok;
+}
+
+/* Once; a start-up the OS refused memory for is retried by a later call. */
 bool pc_malloc_init(void)
 {
-	int s = pc_load_acquire(&pc_malloc_ready); /* pairs with the release below */
-	if (pc_likely(s == 2))
+	if (pc_likely(pc_load_acquire(&pc_malloc_ready) == 2)) /* pairs with pc_once_try */
 		return true;
-	s = 0;
-	if (pc_cas_strong_acquire(&pc_malloc_ready, &s, 1)) {
-		int saved = errno;
-		build_class_table();
-		bool ok = pc_page_try_init() && create_caches();
-		/* Release: the class tables are visible to whoever sees 2. A
-		 * failed start (the OS refused memory) is retried later. */
-		pc_store_release(&pc_malloc_ready, ok ? 2 : 0);
-		errno = ok ? saved : ENOMEM;
-		return ok;
-	}
-	while ((s = pc_load_acquire(&pc_malloc_ready)) == 1)
-		os_yield();
-	return s == 2 || pc_malloc_init();
+	return pc_once_try(&pc_malloc_ready, malloc_init_once);
 }
 
 /* Whether pc_malloc_prefork took the locks: the postfork handlers must undo

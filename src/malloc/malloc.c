@@ -224,7 +224,7 @@ int pc_posix_memalign(void **memptr, size_t align, size_t size)
 
 size_t pc_trim(void)
 {
-	if (pc_load_acquire(&pc_malloc_ready) != 2)
+	if (pc_load_acquire(&pc_malloc_ready) != 2) /* pairs with pc_once_try */
 		return 0;
 	pc_slab_reclaim();
 	return pc_page_trim();

@@ -14,8 +14,8 @@
  * (small) or LARGE; a pointer in no region is huge, and its header page
  * carries a magic number that free checks before trusting it.
  *
- * Locks: none of its own but huge_lock-free counters; the layers below do
- * the locking. Start-up: pc_malloc_init() creates the size-class caches once,
+ * Locks: none of its own (huge blocks keep relaxed atomic counters); the
+ * layers below do the locking. Start-up: pc_malloc_init() creates the size-class caches once,
  * with no call to malloc (all metadata comes from the OS layer), so it is
  * safe from the first malloc of the process, in constructors and in threads.
  */
@@ -38,7 +38,7 @@ extern const uint16_t pc_class_size[PC_NR_CLASSES];
 /* (size + 15) / 16 -> class, for sizes 9..PC_SMALL_MAX. */
 extern uint8_t pc_class_of16[PC_SMALL_MAX / 16 + 1];
 extern struct pc_cache *pc_class_cache[PC_NR_CLASSES];
-extern _Atomic int pc_malloc_ready;
+extern _Atomic uint32_t pc_malloc_ready;
 
 PC_INLINE unsigned pc_size_class(size_t size)
 {

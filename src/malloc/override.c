@@ -56,8 +56,7 @@ PC_API int mallopt(int param, int value)
 {
 	switch (param) {
 	case M_TRIM_THRESHOLD:
-		return value >= 0 &&
-		       pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, value / 1024, false) == 0;
+		return value >= 0 && pcmalloc_ctl_set("vm.release_watermark_kb", value / 1024) == 0;
 	default:
 		return 0;
 	}
@@ -68,6 +67,8 @@ static size_t zone_bytes(bool free_only)
 	size_t pages = 0;
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
+		/* managed_pages is written under the zone lock and only grows; a
+		 * racy read sees an old or new size, which a snapshot may show. */
 		pages += free_only ? pc_load_relaxed(&z->free_hint) : z->managed_pages;
 	}
 	return pages << PC_PAGE_SHIFT;
@@ -82,7 +83,7 @@ static size_t zone_bytes(bool free_only)
 PC_API struct mallinfo2 mallinfo2(void)
 {
 	struct mallinfo2 mi = { 0 };
-	if (pc_load_acquire(&pc_malloc_ready) != 2)
+	if (pc_load_acquire(&pc_malloc_ready) != 2) /* pairs with pc_once_try: zones exist */
 		return mi;
 	mi.arena = zone_bytes(false);
 	mi.fordblks = zone_bytes(true);

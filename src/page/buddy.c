@@ -298,6 +298,8 @@ void zone_maybe_release(struct pc_zone *z)
 	bool idle = now - pc_load_relaxed(&z->thrash_ns) > 10000000000u && since >= 1000000000u;
 	if (dirty <= retain && !idle)
 		return;
+	/* Acquire/release: the flag orders nothing but itself (zone_release
+	 * takes the zone lock); the orders just make the hand-over explicit. */
 	if (pc_xchg_acquire(&releasing, 1))
 		return;
 	pc_store_relaxed(&z->last_release_ns, now);

@@ -83,7 +83,7 @@ struct pc_page {
 	uint8_t mem;           /* PC_PG_BUDDY: enum pc_mem, what backs the block */
 	uint8_t flags;         /* owner's */
 	uint32_t aux;          /* owner's */
-	uint64_t aux2;         /* owner's */
+	uint64_t reserved;     /* pads the descriptor to 64 bytes */
 } PC_CACHE_ALIGNED;
 
 /*
@@ -269,7 +269,7 @@ bool page_stats_on(void);
 void zone_publish_hints_locked(struct pc_zone *z);
 /* "pcp.c" */
 struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order);
-void pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order);
+bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order);
 void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages);
 void pcp_init(struct pc_pcp *pcp);
 /* "topology.c" */

@@ -179,9 +179,10 @@ void pc_free_pages(void *p, unsigned order)
 	if (order <= PC_PCP_MAX_ORDER) {
 		struct pc_pcp *pcp = &z->pcp[os_cpu_current()];
 		if (pc_likely(pc_spin_trylock(&pcp->lock))) {
-			pcp_free(z, pcp, pg, order);
+			bool drained = pcp_free(z, pcp, pg, order);
 			pc_spin_unlock(&pcp->lock);
-			zone_maybe_release(z);
+			if (drained)
+				zone_maybe_release(z);
 			return;
 		}
 		if (page_stats_on())

@@ -13,7 +13,8 @@
  * run-time change of vm.pcp_batch_scale_max takes effect at the next batch:
  * 0 keeps each zone-lock hold short (latency), 5 amortises it (throughput).
  *
- * Every function here runs with pcp->lock held (try-locked by the caller).
+ * Every function here but pcp_init runs with pcp->lock held: try-locked by
+ * allocation and free, locked outright by draining (pc_page_drain_all).
  */
 #include "page.h"
 
@@ -130,8 +131,9 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 	}
 }
 
-/* Put a block on the pcp; past `high` pages, drain a scaled batch. */
-void pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order)
+/* Put a block on the pcp; past `high` pages, drain a scaled batch. Returns
+ * whether it drained (the zone's free memory then grew). */
+bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order)
 {
 	int high = (int)pc_option(PC_OPT_VM_PCP_HIGH);
 
@@ -140,7 +142,7 @@ void pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigne
 	pc_list_add(&pg->list, &pcp->lists[order]);
 	pcp->count += 1 << order;
 	if (pc_likely(pcp->count <= high))
-		return;
+		return false;
 
 	unsigned cap = scale_max();
 	if (pcp->free_factor > cap)
@@ -150,4 +152,5 @@ void pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigne
 		pcp->free_factor++;
 	pcp->alloc_factor >>= 1;
 	pcp_drain_locked(z, pcp, PC_MAX(batch, pcp->count - high));
+	return true;
 }

@@ -24,11 +24,11 @@ static unsigned nr_zones;
 static uint16_t cpu_node[PC_MAX_CPUS];
 static uint16_t cpu_zone[PC_MAX_CPUS]; /* instance index within the node */
 static bool numa_bind;
-/* 0 not started, 1 in progress, 2 ready. */
-static _Atomic uint32_t init_state;
+static _Atomic uint32_t init_state; /* pc_once_try */
 
 unsigned pc_node_count(void) { return nr_nodes; }
-unsigned pc_cpu_node(unsigned cpu) { return cpu_node[cpu % os_cpu_count()]; }
+/* cpu < os_cpu_count(): os_cpu_current() guarantees it. */
+unsigned pc_cpu_node(unsigned cpu) { pc_assert(cpu < os_cpu_count()); return cpu_node[cpu]; }
 struct pc_node *pc_node_get(unsigned node) { return &nodes[node]; }
 unsigned pc_zone_count(void) { return nr_zones; }
 struct pc_zone *pc_zone_get(unsigned i) { return zone_table[i]; }
@@ -36,7 +36,7 @@ bool page_numa_bind(void) { return numa_bind; }
 
 struct pc_zone *pc_zone_preferred(unsigned cpu)
 {
-	cpu %= os_cpu_count();
+	pc_assert(cpu < os_cpu_count());
 	return &nodes[cpu_node[cpu]].zones[cpu_zone[cpu]];
 }
 
@@ -111,6 +111,8 @@ static bool build_zones(void)
 	return true;
 }
 
+/* Start-up; on failure, forget the partial state so that a retry starts
+ * clean (the metadata mapped so far stays mapped: a few pages, once). */
 static bool page_init_once(void)
 {
 	os_init();
@@ -118,35 +120,20 @@ static bool page_init_once(void)
 	pc_option_on_change(PC_OPT_STATS_ENABLE, stats_hook);
 	stats_hook(pc_option(PC_OPT_STATS_ENABLE));
 	map_cpus();
-	return build_zones();
+	if (build_zones())
+		return true;
+	for (unsigned n = 0; n < PC_MAX_NODES; n++)
+		nodes[n].nr_cpus = nodes[n].nr_zones = 0;
+	nr_zones = 0;
+	errno = ENOMEM;
+	return false;
 }
 
-/*
- * Thread-safe and idempotent. Callers that lose the race wait for the winner.
- * If start-up cannot map its metadata the state goes back to 0, so that a
- * later call tries again. Returns false when the allocator is not usable.
- */
+/* Thread-safe and idempotent; false (errno ENOMEM) when the allocator is not
+ * usable yet. */
 bool pc_page_try_init(void)
 {
-	uint32_t s = pc_load_acquire(&init_state); /* pairs with the release below */
-	if (pc_likely(s == 2))
-		return true;
-	s = 0;
-	if (pc_cas_strong_acquire(&init_state, &s, 1)) {
-		bool ok = page_init_once();
-		if (!ok) { /* forget partial state, retry later */
-			for (unsigned n = 0; n < PC_MAX_NODES; n++)
-				nodes[n].nr_cpus = nodes[n].nr_zones = 0;
-			nr_zones = 0;
-			errno = ENOMEM;
-		}
-		/* Release: the tables above are visible to whoever sees 2. */
-		pc_store_release(&init_state, ok ? 2 : 0);
-		return ok;
-	}
-	while ((s = pc_load_acquire(&init_state)) == 1)
-		os_yield();
-	return s == 2 || pc_page_try_init();
+	return pc_once_try(&init_state, page_init_once);
 }
 
 void pc_page_init(void)

@@ -86,7 +86,7 @@ static void cache_retune(struct pc_cache *s)
 {
 	unsigned objects, order = pc_slab_calculate_order(s->size, &objects);
 	pc_store_relaxed(&s->oo, (uint64_t)order << 32 | objects);
-	unsigned objects_per_slab = (unsigned)pc_load_relaxed(&s->oo);
+	unsigned objects_per_slab = objects;
 	long lo = pc_option(PC_OPT_SLUB_MIN_PARTIAL), hi = pc_option(PC_OPT_SLUB_MAX_PARTIAL);
 	if (hi < 0)
 		hi = 10L * PC_MAX(1L, (long)os_cpu_count() / 16);
@@ -143,7 +143,6 @@ static bool cache_geometry(struct pc_cache *s, size_t size, size_t align, bool c
 		return false;
 	align = PC_MAX(align, sizeof(void *));
 	s->object_size = size;
-	s->align = align;
 	/* With a constructor the free pointer must not clobber constructed
 	 * state, so it goes after the object, as in SLUB. */
 	s->offset = ctor ? pc_align_up(size, sizeof(void *)) : 0;
@@ -183,10 +182,8 @@ struct pc_cache *pc_cache_create(const char *name, size_t size, size_t align, vo
 		return NULL;
 	s->object_size = geometry.object_size;
 	s->size = geometry.size;
-	s->align = geometry.align;
 	s->offset = geometry.offset;
 	s->ctor = ctor;
-	s->mapping_bytes = bytes;
 	snprintf(s->name, sizeof(s->name), "%s", name ? name : "unnamed");
 	cache_init_parts(s);
 	pc_mutex_lock(&slab_mutex);
@@ -237,19 +234,13 @@ static size_t shrink_node(struct pc_cache *s, struct pc_cache_node *n)
 		 * no allocation (that needs list_lock). */
 		if (PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab)->word)) != 0)
 			continue;
-		pc_list_del(&slab->list);
-		slab->flags &= (uint8_t)~PC_SLAB_ON_PARTIAL;
-		pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) - 1);
+		slab_partial_del(n, slab);
 		slab->list.next = (struct pc_list *)(void *)discard;
 		discard = slab;
-	}
-	pc_lock_release(&n->list_lock);
-	while (discard) {
-		struct pc_page *next = (struct pc_page *)(void *)discard->list.next;
-		slab_discard(s, discard);
-		discard = next;
 		freed++;
 	}
+	pc_lock_release(&n->list_lock);
+	slab_discard_chain(s, discard);
 	return freed;
 }
 
@@ -313,11 +304,7 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 		pc_lock_release(&n->list_lock);
 		info->slabs += pc_load_relaxed(&n->nr_slabs);
 		info->total_objects += pc_load_relaxed(&n->total_objects);
-		struct pc_lock_stats *ls = &n->lock_stats;
-		pc_add_relaxed(&info->list_lock.acquisitions, pc_load_relaxed(&ls->acquisitions));
-		pc_add_relaxed(&info->list_lock.contended, pc_load_relaxed(&ls->contended));
-		pc_add_relaxed(&info->list_lock.wait_ns_total, pc_load_relaxed(&ls->wait_ns_total));
-		pc_max_relaxed(&info->list_lock.wait_ns_max, pc_load_relaxed(&ls->wait_ns_max));
+		pc_lock_stats_merge(&info->list_lock, &n->lock_stats);
 	}
 	info->active_objects = info->total_objects - free_on_partial;
 	for (unsigned c = 0; c < os_cpu_count(); c++) {

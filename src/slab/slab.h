@@ -131,7 +131,6 @@ struct pc_cache {
 	char name[32];
 	size_t object_size;   /* as asked */
 	size_t size;          /* slot size: object (+ free pointer), aligned */
-	size_t align;
 	size_t offset;        /* of the free pointer within a slot */
 	void (*ctor)(void *);
 	_Atomic uint64_t oo;  /* order << 32 | objects: for new slabs */
@@ -139,7 +138,6 @@ struct pc_cache {
 	_Atomic unsigned cpu_partial; /* slabs */
 	struct pc_list link;  /* the cache list, under slab_mutex */
 	struct pc_cache_node *node[PC_MAX_NODES];
-	size_t mapping_bytes; /* this struct's own mapping */
 	struct pc_cache_cpu cpu[]; /* [os_cpu_count()] */
 };
 
@@ -323,6 +321,11 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 void slab_deactivate(struct pc_cache *s, struct pc_page *slab);
 void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c);
 void slab_discard(struct pc_cache *s, struct pc_page *slab);
+/* Under n->list_lock: take a slab off / put a slab on the node partial list. */
+void slab_partial_del(struct pc_cache_node *n, struct pc_page *slab);
+void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab);
+/* Discard every slab of a chain linked through list.next. */
+void slab_discard_chain(struct pc_cache *s, struct pc_page *chain);
 struct pc_cache_node *slab_node(struct pc_cache *s, struct pc_page *slab);
 /* "slab_free.c" */
 void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list);

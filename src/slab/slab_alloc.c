@@ -67,7 +67,7 @@ static void slab_freeze(struct pc_page *slab)
 	}
 }
 
-static void partial_del(struct pc_cache_node *n, struct pc_page *slab)
+void slab_partial_del(struct pc_cache_node *n, struct pc_page *slab)
 {
 	pc_list_del(&slab->list);
 	slab->flags &= (uint8_t)~PC_SLAB_ON_PARTIAL;
@@ -88,7 +88,7 @@ static void *get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct
 	pc_lock_acquire(&n->list_lock);
 	while (!pc_list_empty(&n->partial)) {
 		struct pc_page *slab = pc_list_first(&n->partial, struct pc_page, list);
-		partial_del(n, slab);
+		slab_partial_del(n, slab);
 		if (!fl) {
 			fl = slab_take_freelist(s, slab, true);
 			pc_store_relaxed(&c->slab, slab);
@@ -163,7 +163,7 @@ void slab_discard(struct pc_cache *s, struct pc_page *slab)
 	pc_free_pages(pc_page_address(slab), order);
 }
 
-static void add_partial(struct pc_cache_node *n, struct pc_page *slab)
+void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab)
 {
 	pc_list_add_tail(&slab->list, &n->partial);
 	slab->flags |= PC_SLAB_ON_PARTIAL;
@@ -204,23 +204,23 @@ static enum pc_slab_stat unfreeze(struct pc_cache *s, struct pc_page *slab, stru
 			*discard = slab;
 			item = PC_SLAB_STAT_deactivate_empty;
 		} else {
-			add_partial(n, slab);
+			slab_partial_add(n, slab);
 		}
 		pc_lock_release(&n->list_lock);
 		return item;
 	}
 }
 
-void slab_deactivate(struct pc_cache *s, struct pc_page *slab)
+void slab_discard_chain(struct pc_cache *s, struct pc_page *chain)
 {
-	struct pc_page *discard = NULL;
-	enum pc_slab_stat item = unfreeze(s, slab, &discard);
-	slab_stat(&s->cpu[os_cpu_current()], item);
-	if (discard)
-		slab_discard(s, discard);
+	while (chain) {
+		struct pc_page *next = (struct pc_page *)(void *)chain->list.next;
+		slab_discard(s, chain);
+		chain = next;
+	}
 }
 
-/* Unfreeze a CPU partial list (linked through list.next). */
+/* Unfreeze a CPU partial list (linked through list.next), or one slab. */
 void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list)
 {
 	struct pc_page *discard = NULL;
@@ -229,11 +229,13 @@ void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list)
 		slab_stat(&s->cpu[os_cpu_current()], unfreeze(s, list, &discard));
 		list = next;
 	}
-	while (discard) {
-		struct pc_page *next = (struct pc_page *)(void *)discard->list.next;
-		slab_discard(s, discard);
-		discard = next;
-	}
+	slab_discard_chain(s, discard);
+}
+
+void slab_deactivate(struct pc_cache *s, struct pc_page *slab)
+{
+	slab->list.next = NULL; /* a one-slab list */
+	slab_unfreeze_partials(s, slab);
 }
 
 /*
@@ -253,16 +255,16 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
 		pc_store_relaxed(&c->slab, NULL);
 		slab_deactivate(s, slab);
 	}
-	while ((slab = c->partial) != NULL) {
+	if ((slab = c->partial) != NULL) {
 		c->partial = (struct pc_page *)(void *)slab->list.next;
 		c->nr_partial--;
 		pc_store_relaxed(&c->slab, slab);
-		if ((fl = slab_take_freelist(s, slab, false)) != NULL) {
-			slab_stat(c, PC_SLAB_STAT_cpu_partial_alloc);
-			return fl;
-		}
-		pc_store_relaxed(&c->slab, NULL); /* cannot happen: frozen slabs only gain objects */
-		slab_deactivate(s, slab);
+		fl = slab_take_freelist(s, slab, false);
+		/* A CPU partial slab had free objects when it was frozen, and a
+		 * frozen slab's freelist only grows. */
+		pc_assert_internal(fl != NULL);
+		slab_stat(c, PC_SLAB_STAT_cpu_partial_alloc);
+		return fl;
 	}
 	if ((fl = get_partial(s, c, node)) != NULL) {
 		slab_stat(c, PC_SLAB_STAT_alloc_from_partial);

@@ -42,20 +42,15 @@ static void settle_locked_slab(struct pc_cache *s, struct pc_cache_node *n,
 	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
 	bool listed = slab->flags & PC_SLAB_ON_PARTIAL;
 	if (inuse == 0 && pc_load_relaxed(&n->nr_partial) >= slab_min_partial(s)) {
-		if (listed) {
-			pc_list_del(&slab->list);
-			slab->flags &= (uint8_t)~PC_SLAB_ON_PARTIAL;
-			pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) - 1);
-		}
+		if (listed)
+			slab_partial_del(n, slab);
 		pc_lock_release(&n->list_lock);
 		slab_stat(c, PC_SLAB_STAT_free_remove_partial);
 		slab_discard(s, slab);
 		return;
 	}
 	if (!listed) {
-		pc_list_add_tail(&slab->list, &n->partial);
-		slab->flags |= PC_SLAB_ON_PARTIAL;
-		pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) + 1);
+		slab_partial_add(n, slab);
 		slab_stat(c, PC_SLAB_STAT_free_add_partial);
 	}
 	pc_lock_release(&n->list_lock);
