@@ -78,14 +78,39 @@ static PC_COLD __attribute__((noreturn)) void bad_pointer(const char *func, cons
 	pc_fatal("%s(%p): invalid pointer or double free", func, p);
 }
 
-static PC_NOINLINE void free_slow(void *p, struct pc_page *pg)
+/* What a pointer is: a small object (pg: its slab), a large block (pg: its
+ * head page), a huge block, or none of ours (NULL included). */
+enum block_kind { BLOCK_BAD, BLOCK_SMALL, BLOCK_LARGE, BLOCK_HUGE };
+
+PC_INLINE enum block_kind classify(const void *p, struct pc_page **pg_out)
+{
+	struct pc_page *pg = pc_page_of(p);
+	if (pc_unlikely(!pg))
+		return huge_header(p) ? BLOCK_HUGE : BLOCK_BAD;
+	struct pc_page *slab = pc_pg_state(pg) == PC_PG_TAIL ? pg->head : pg;
+	*pg_out = slab;
+	if (pc_likely(pc_pg_state(slab) == PC_PG_SLAB))
+		return BLOCK_SMALL;
+	*pg_out = pg;
+	return pc_pg_state(pg) == PC_PG_LARGE && pc_page_address(pg) == p ? BLOCK_LARGE : BLOCK_BAD;
+}
+
+/* Usable bytes of a block that classify() recognised. */
+static size_t block_usable(enum block_kind kind, const struct pc_page *pg, const void *p)
+{
+	if (kind == BLOCK_SMALL)
+		return ((struct pc_cache *)pg->owner)->object_size;
+	return kind == BLOCK_LARGE ? large_usable(pg) : huge_usable(p);
+}
+
+static PC_NOINLINE void free_slow(void *p, enum block_kind kind, struct pc_page *pg)
 {
 	if (!p)
 		return;
 	int saved = errno;
-	if (pg && pc_pg_state(pg) == PC_PG_LARGE && pc_page_address(pg) == p)
+	if (kind == BLOCK_LARGE)
 		large_free(pg, p);
-	else if (!pg && huge_header(p))
+	else if (kind == BLOCK_HUGE)
 		huge_free(p);
 	else
 		bad_pointer("free", p);
@@ -95,32 +120,24 @@ static PC_NOINLINE void free_slow(void *p, struct pc_page *pg)
 
 void pc_free(void *p)
 {
-	struct pc_page *pg = pc_page_of(p);
-	if (pc_likely(pg != NULL)) {
-		struct pc_page *slab = pc_pg_state(pg) == PC_PG_TAIL ? pg->head : pg;
-		if (pc_likely(pc_pg_state(slab) == PC_PG_SLAB)) {
-			pc_cache_free_inline(slab->owner, slab, p);
-			return;
-		}
+	struct pc_page *pg = NULL;
+	enum block_kind kind = classify(p, &pg);
+	if (pc_likely(kind == BLOCK_SMALL)) {
+		pc_cache_free_inline(pg->owner, pg, p);
+		return;
 	}
-	free_slow(p, pg);
+	free_slow(p, kind, pg);
 }
 
 size_t pc_malloc_usable_size(const void *p)
 {
 	if (!p)
 		return 0;
-	struct pc_page *pg = pc_page_of(p);
-	if (pg) {
-		struct pc_page *slab = pc_pg_state(pg) == PC_PG_TAIL ? pg->head : pg;
-		if (pc_pg_state(slab) == PC_PG_SLAB)
-			return ((struct pc_cache *)slab->owner)->object_size;
-		if (pc_pg_state(pg) == PC_PG_LARGE && pc_page_address(pg) == p)
-			return large_usable(pg);
-	} else if (huge_header(p)) {
-		return huge_usable(p);
-	}
-	bad_pointer("malloc_usable_size", p);
+	struct pc_page *pg = NULL;
+	enum block_kind kind = classify(p, &pg);
+	if (kind == BLOCK_BAD)
+		bad_pointer("malloc_usable_size", p);
+	return block_usable(kind, pg, p);
 }
 
 void *pc_calloc(size_t count, size_t size)
@@ -160,15 +177,18 @@ void *pc_realloc(void *p, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	size_t usable = pc_malloc_usable_size(p);
-	struct pc_page *pg = pc_page_of(p);
+	struct pc_page *pg = NULL;
+	enum block_kind kind = classify(p, &pg);
+	if (kind == BLOCK_BAD)
+		bad_pointer("realloc", p);
+	size_t usable = block_usable(kind, pg, p);
 	/* A large block shrinks in place: its tail pages go back. */
-	if (pg && pc_pg_state(pg) == PC_PG_LARGE && size > PC_SMALL_MAX && size <= usable)
+	if (kind == BLOCK_LARGE && size > PC_SMALL_MAX && size <= usable)
 		return large_shrink_in_place(pg, p, size) ? p : realloc_move(p, usable, size);
 	/* Otherwise the same block when the new size fits without wasting half. */
 	if (size <= usable && size > usable / 2)
 		return p;
-	if (!pg && size > PC_LARGE_MAX) {
+	if (kind == BLOCK_HUGE && size > PC_LARGE_MAX) {
 		void *q = huge_realloc(p, size);
 		if (q)
 			return q;

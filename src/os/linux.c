@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -163,20 +164,6 @@ int os_bind_node(void *p, size_t size, unsigned node)
 	return rc == 0 ? 0 : -1;
 }
 
-/* Parse one decimal number at *s, advancing *s; false if there is none. */
-static bool os_parse_ulong(const char **s, unsigned long *out)
-{
-	const char *p = *s;
-	unsigned long v = 0;
-	if (*p < '0' || *p > '9')
-		return false;
-	for (; *p >= '0' && *p <= '9'; p++)
-		v = v * 10 + (unsigned long)(*p - '0');
-	*s = p;
-	*out = v;
-	return true;
-}
-
 /* /proc/self/statm is "size resident shared text lib data dt", in pages. */
 size_t os_resident_bytes(void)
 {
@@ -186,8 +173,8 @@ size_t os_resident_bytes(void)
 	long n = os_read_file("/proc/self/statm", buf, sizeof(buf));
 	errno = saved;
 	const char *s = buf;
-	if (n <= 0 || !os_parse_ulong(&s, &size) || *s++ != ' ' ||
-	    !os_parse_ulong(&s, &resident))
+	if (n <= 0 || !os_parse_number(&s, ULONG_MAX, &size) || *s++ != ' ' ||
+	    !os_parse_number(&s, ULONG_MAX, &resident))
 		return 0;
 	long page = sysconf(_SC_PAGESIZE);
 	return (size_t)resident * (size_t)(page > 0 ? page : (long)PC_PAGE_SIZE);

@@ -72,14 +72,20 @@ unsigned os_cpu_current_slow(void);
  * kernel). Slow path when rseq is not registered (valgrind, or
  * GLIBC_TUNABLES=glibc.pthread.rseq=0): sched_getcpu().
  */
+/* The cpu_id field of this thread's rseq area (negative while unregistered);
+ * only when __rseq_size != 0. The kernel writes it on every return to user
+ * space; a plain volatile read is all rseq promises and all we need. */
+PC_INLINE int32_t os_rseq_cpu_id(void)
+{
+	const struct rseq *rs = (const struct rseq *)(void *)
+		((char *)__builtin_thread_pointer() + __rseq_offset);
+	return (int32_t)*(volatile const uint32_t *)&rs->cpu_id;
+}
+
 PC_INLINE unsigned os_cpu_current(void)
 {
 	if (pc_likely(__rseq_size != 0)) {
-		const struct rseq *rs = (const struct rseq *)(void *)
-			((char *)__builtin_thread_pointer() + __rseq_offset);
-		/* The kernel writes cpu_id on every return to user space; a plain
-		 * volatile read is all rseq promises and all we need. */
-		int32_t cpu = (int32_t)*(volatile const uint32_t *)&rs->cpu_id;
+		int32_t cpu = os_rseq_cpu_id();
 		if (pc_likely(cpu >= 0 && (unsigned)cpu < os_cpu_count()))
 			return (unsigned)cpu;
 	}
@@ -115,5 +121,8 @@ long os_read_file(const char *path, char *buf, size_t cap);
  * listed number + 1 (0 for an empty list), or -1 if s is malformed.
  */
 long os_parse_cpulist(const char *s, uint64_t *mask, unsigned nbits);
+/* One decimal number at *s, at most max, advancing *s past it; false (and *s
+ * unmoved) if there is none or it is larger. */
+bool os_parse_number(const char **s, unsigned long max, unsigned long *out);
 
 #endif /* PC_OS_H */

@@ -36,17 +36,17 @@ static uint8_t os_cpu_node[PC_MAX_CPUS]; /* node of each CPU, 0 if unknown */
 static _Atomic unsigned os_init_state;
 
 /* ---- list parsing ------------------------------------------------------------ */
-/* One decimal number at *s, advancing *s; false if none or too large. */
-static bool os_list_number(const char **s, unsigned long *out)
+bool os_parse_number(const char **s, unsigned long max, unsigned long *out)
 {
 	const char *p = *s;
 	unsigned long v = 0;
 	if (*p < '0' || *p > '9')
 		return false;
 	for (; *p >= '0' && *p <= '9'; p++) {
-		v = v * 10 + (unsigned long)(*p - '0');
-		if (v > OS_MAX_NUMBER)
+		unsigned long digit = (unsigned long)(*p - '0');
+		if (v > (max - digit) / 10)
 			return false;
+		v = v * 10 + digit;
 	}
 	*s = p;
 	*out = v;
@@ -68,12 +68,12 @@ long os_parse_cpulist(const char *s, uint64_t *mask, unsigned nbits)
 	for (unsigned i = 0; i < (nbits + 63) / 64; i++)
 		mask[i] = 0;
 	while (*s != '\0' && *s != '\n' && *s != ' ') {
-		if (!os_list_number(&s, &lo))
+		if (!os_parse_number(&s, OS_MAX_NUMBER, &lo))
 			return -1;
 		hi = lo;
 		if (*s == '-') {
 			s++;
-			if (!os_list_number(&s, &hi) || hi < lo)
+			if (!os_parse_number(&s, OS_MAX_NUMBER, &hi) || hi < lo)
 				return -1;
 		}
 		os_mask_set_range(mask, nbits, lo, hi);
@@ -175,14 +175,6 @@ unsigned os_numa_node_count(void)
 unsigned os_cpu_to_node(unsigned cpu)
 {
 	return cpu < PC_MAX_CPUS ? os_cpu_node[cpu] : 0;
-}
-
-/* The cpu_id field of this thread's rseq area (negative when unregistered). */
-static int32_t os_rseq_cpu_id(void)
-{
-	const struct rseq *rs = (const struct rseq *)(void *)
-		((char *)__builtin_thread_pointer() + __rseq_offset);
-	return (int32_t)*(volatile const uint32_t *)&rs->cpu_id;
 }
 
 bool os_rseq_active(void)
