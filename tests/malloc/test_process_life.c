@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "malloc_test.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/wait.h>
@@ -97,6 +98,45 @@ TEST(constructor)
 	CHECK(ctor_ran);
 	CHECK_EQ(ctor_bad, 0);
 	CHECK_EQ(ctor_thread_bad, 0); /* a thread started in a constructor */
+}
+
+/* ---- the dynamic linker allocating -------------------------------------------- */
+/* dlopen, dlsym and dlerror allocate through malloc (dlerror's message, the
+ * link map), and interposing libraries call dlsym(RTLD_NEXT, "malloc") from
+ * inside their own malloc: both must work on pcmalloc, before main too. */
+static int dl_round(void)
+{
+	int bad = 0;
+	void *h = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
+	bad += h == NULL;
+	bad += dlsym(RTLD_DEFAULT, "pcmalloc_no_such_symbol") != NULL;
+	bad += dlerror() == NULL; /* the failed lookup left a (malloc'ed) message */
+	void *(*next_malloc)(size_t) = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+	void *(*any_malloc)(size_t) = (void *(*)(size_t))dlsym(RTLD_DEFAULT, "malloc");
+	bad += any_malloc == NULL;
+	void *(*use)(size_t) = next_malloc ? next_malloc : any_malloc;
+	char *p = use ? use(100) : NULL;
+	bad += p == NULL;
+	if (p) {
+		memset(p, 1, 100);
+		p_free(p);
+	}
+	if (h)
+		bad += dlclose(h) != 0;
+	return bad;
+}
+
+static int dl_ctor_bad = -1;
+__attribute__((constructor)) static void dl_ctor(void)
+{
+	dl_ctor_bad = dl_round();
+}
+
+TEST(dynamic_linker)
+{
+	CHECK_EQ(dl_ctor_bad, 0);
+	for (int i = 0; i < 50; i++)
+		CHECK_EQ(dl_round(), 0);
 }
 
 /* ---- pthread key destructors ----------------------------------------------- */
@@ -232,6 +272,7 @@ int main(void)
 	RUN(malloc_interposed);
 	RUN(preinit);
 	RUN(constructor);
+	RUN(dynamic_linker);
 	RUN(key_destructor);
 	RUN(atexit);
 	return test_report();
