@@ -26,8 +26,8 @@ static void free_area_add(struct pc_zone *z, struct pc_page *pg, unsigned order,
 {
 	bool dirty = mem == PC_MEM_DIRTY;
 	struct pc_free_area *fa = &z->free_area[order];
+	pc_pg_set_order(pg, order); /* before the state: see pc_pg_set_state */
 	pc_pg_set_state(pg, PC_PG_BUDDY);
-	pc_pg_set_order(pg, order);
 	pg->mem = (uint8_t)mem;
 	/* Dirty blocks first: allocation takes from the head and so reuses
 	 * resident memory before memory that would fault in again. */

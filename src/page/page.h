@@ -97,9 +97,17 @@ PC_INLINE unsigned pc_pg_state(const struct pc_page *pg)
 {
 	return pc_load_relaxed(&((struct pc_page *)(uintptr_t)pg)->state);
 }
+/* Release: a page becomes a free head (BUDDY, PCP) only after its order is
+ * written, so that the lock-free double-free check, which loads the state
+ * with acquire and then the order, never pairs a free state with a stale
+ * (larger) order. Still a plain byte store on x86. */
 PC_INLINE void pc_pg_set_state(struct pc_page *pg, unsigned state)
 {
-	pc_store_relaxed(&pg->state, (uint8_t)state);
+	pc_store_release(&pg->state, (uint8_t)state);
+}
+PC_INLINE unsigned pc_pg_state_acquire(const struct pc_page *pg)
+{
+	return pc_load_acquire(&((struct pc_page *)(uintptr_t)pg)->state);
 }
 
 /* The order, likewise: the double-free check reads it without a lock. */

@@ -152,7 +152,7 @@ static bool inside_free_block(struct pc_page *pg)
 	size_t idx = (size_t)(pg - r->pages);
 	for (unsigned o = 0; o <= PC_MAX_ORDER; o++) {
 		struct pc_page *head = &r->pages[idx & ~(((size_t)1 << o) - 1)];
-		unsigned st = pc_pg_state(head);
+		unsigned st = pc_pg_state_acquire(head); /* then the order: see pc_pg_set_state */
 		if ((st == PC_PG_BUDDY || st == PC_PG_PCP) && pc_pg_order(head) >= o)
 			return true;
 	}

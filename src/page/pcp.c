@@ -137,8 +137,8 @@ bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigne
 {
 	int high = (int)pc_option(PC_OPT_VM_PCP_HIGH);
 
+	pc_pg_set_order(pg, order); /* before the state: see pc_pg_set_state */
 	pc_pg_set_state(pg, PC_PG_PCP);
-	pc_pg_set_order(pg, order);
 	pc_list_add(&pg->list, &pcp->lists[order]);
 	pcp->count += 1 << order;
 	if (pc_likely(pcp->count <= high))
