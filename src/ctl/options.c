@@ -36,7 +36,15 @@ _Atomic long pc_option_values[PC_OPT_COUNT] = {
 #undef PC_OPTION_DEFAULT
 };
 
-static void (*_Atomic option_hooks[PC_OPT_COUNT])(long);
+/* The fault injection tunables act in the OS layer, below every layer that
+ * could register a hook for them: their hooks are set here. */
+static void fail_mmap_changed(long n) { os_fail_map_every((unsigned long)n); }
+static void fail_mmap_ppm_changed(long ppm) { os_fail_map_ppm((unsigned long)ppm); }
+
+static void (*_Atomic option_hooks[PC_OPT_COUNT])(long) = {
+	[PC_OPT_DEBUG_FAIL_MMAP] = fail_mmap_changed,
+	[PC_OPT_DEBUG_FAIL_MMAP_PPM] = fail_mmap_ppm_changed,
+};
 
 int pc_option_find(const char *name)
 {

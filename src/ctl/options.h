@@ -48,7 +48,11 @@
 	X(SLUB_MIN_PARTIAL, "slub.min_partial", 5, 0, 4096, 1,                     \
 	  "lower bound of a cache's min_partial (empty slabs a node keeps)")       \
 	X(SLUB_MAX_PARTIAL, "slub.max_partial", -1, -1, 4096, 1,                   \
-	  "upper bound of min_partial; -1 = 10 * max(1, CPUs / 16) (seed 000)")
+	  "upper bound of min_partial; -1 = 10 * max(1, CPUs / 16) (seed 000)")   \
+	X(DEBUG_FAIL_MMAP, "debug.fail_mmap", 0, 0, 1L << 30, 1,                  \
+	  "fault injection: every Nth mapping from the OS fails (0 = none)")      \
+	X(DEBUG_FAIL_MMAP_PPM, "debug.fail_mmap_ppm", 0, 0, 1000000, 1,           \
+	  "fault injection: each mapping fails with probability N / 1000000")
 
 enum pc_option {
 #define PC_OPTION_ENUM(id, ...) PC_OPT_##id,

@@ -4,7 +4,8 @@
  * thread ids, the environment, small-file reads and stderr.
  * CPU and NUMA discovery live in os/topology.c, messages in os/message.c.
  *
- * Owns: the fault injection state (one packed atomic word plus a counter).
+ * Owns: the fault injection state (one packed atomic word, the two rates of
+ * the debug.fail_mmap tunables, and counters).
  * Locking: none; every function is thread-safe.
  * Never calls malloc or buffered stdio: this code runs inside malloc.
  * errno: a call that succeeds leaves errno as it found it; one that fails
@@ -52,9 +53,59 @@ unsigned long os_injected_failures(void)
 	return pc_load_relaxed(&os_inject_count);
 }
 
-/* Consume one os_map call from the injection window; true = fail this one. */
+/*
+ * The debug.fail_mmap tunables (see os.h): every Nth call, or each call with
+ * a probability drawn from a counter-based generator (splitmix64 of the call
+ * number), so that a single-threaded run fails the same calls every time.
+ * Both counters restart when the rate is set.
+ */
+static _Atomic unsigned long os_fail_every, os_fail_every_calls;
+static _Atomic unsigned long os_fail_ppm, os_fail_ppm_calls;
+
+void os_fail_map_every(unsigned long n)
+{
+	/* relaxed: like os_inject_map_failures, set by a test or at start-up;
+	 * a call racing with the change may follow the old or the new rate. */
+	pc_store_relaxed(&os_fail_every_calls, 0);
+	pc_store_relaxed(&os_fail_every, n);
+}
+
+void os_fail_map_ppm(unsigned long ppm)
+{
+	pc_store_relaxed(&os_fail_ppm_calls, 0);
+	pc_store_relaxed(&os_fail_ppm, ppm);
+}
+
+static uint64_t os_splitmix64(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+/* One os_map/os_remap call against the tunable rates; true = fail it. */
+static bool os_map_fail_by_rate(void)
+{
+	unsigned long every = pc_load_relaxed(&os_fail_every);
+	if (every != 0 && (pc_add_relaxed(&os_fail_every_calls, 1) + 1) % every == 0)
+		return true;
+	unsigned long ppm = pc_load_relaxed(&os_fail_ppm);
+	if (ppm == 0)
+		return false;
+	uint64_t n = pc_add_relaxed(&os_fail_ppm_calls, 1);
+	return os_splitmix64(n) % 1000000u < ppm;
+}
+
+/* Consume one os_map call from the injection window or the rates; true =
+ * fail this one. */
 static bool os_map_inject_now(void)
 {
+	if (pc_unlikely(pc_load_relaxed(&os_fail_every) | pc_load_relaxed(&os_fail_ppm)) &&
+	    os_map_fail_by_rate()) {
+		pc_add_relaxed(&os_inject_count, 1);
+		return true;
+	}
 	uint64_t w = pc_load_relaxed(&os_inject_word);
 	while (pc_unlikely(w != 0)) {
 		bool fail = (w >> 32) == 0;

@@ -47,7 +47,14 @@ size_t os_resident_bytes(void);
 /* Fault injection, for tests: the next `skip` calls to os_map succeed, then
  * the following `fail` calls fail as if the kernel refused. (0, 0) clears. */
 void os_inject_map_failures(unsigned skip, unsigned fail);
-/* Number of os_map calls failed by injection so far. */
+/* The debug.fail_mmap tunables (set through the options table, which calls
+ * these): from now on every nth call to os_map or os_remap fails (n = 0:
+ * none), and each call fails with probability ppm / 1000000 (0: none) from a
+ * fixed-seed generator, so that a single-threaded program fails the same
+ * calls on every run. Failures look like the kernel's: NULL, errno ENOMEM. */
+void os_fail_map_every(unsigned long n);
+void os_fail_map_ppm(unsigned long ppm);
+/* Number of os_map/os_remap calls failed by injection so far (all kinds). */
 unsigned long os_injected_failures(void);
 
 /* ---- CPUs and NUMA ------------------------------------------------------- */
