@@ -206,17 +206,21 @@ void *pc_reallocarray(void *p, size_t count, size_t size)
 	return pc_realloc(p, total);
 }
 
+/* glibc's memalign: an alignment that is not a power of two is rounded up
+ * to the next one (0 asks for none), first, so that memalign(12, 8) is 16
+ * aligned; one too large to round is EINVAL. Alignments the size classes
+ * give anyway (a class of 16 bytes or more is 16 aligned) go to malloc. */
 void *pc_memalign(size_t align, size_t size)
 {
-	if (align <= 16)
-		return pc_malloc(align == 16 && size < 16 ? 16 : size);
-	if (!pc_is_pow2(align)) { /* glibc rounds up to a power of two */
+	if (!pc_is_pow2(align)) {
 		if (align > PC_REQUEST_MAX / 2) {
 			errno = EINVAL;
 			return NULL;
 		}
-		align = (size_t)1 << (pc_log2(align) + 1);
+		align = align ? (size_t)1 << (pc_log2(align) + 1) : 1;
 	}
+	if (align <= 16)
+		return pc_malloc(align == 16 && size < 16 ? 16 : size);
 	return malloc_aligned(align, size);
 }
 
