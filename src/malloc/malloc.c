@@ -79,7 +79,11 @@ static PC_COLD __attribute__((noreturn)) void bad_pointer(const char *func, cons
 }
 
 /* What a pointer is: a small object (pg: its slab), a large block (pg: its
- * head page), a huge block, or none of ours (NULL included). */
+ * head page), a huge block, or none of ours (NULL included). Only the start
+ * of a block counts: a pointer into a slab that starts no slot, or into a
+ * large block past its first byte, or into a free page, is BLOCK_BAD, and
+ * free, realloc and malloc_usable_size stop the program on it (as glibc's
+ * "free(): invalid pointer") rather than mis-free the block around it. */
 enum block_kind { BLOCK_BAD, BLOCK_SMALL, BLOCK_LARGE, BLOCK_HUGE };
 
 PC_INLINE enum block_kind classify(const void *p, struct pc_page **pg_out)
@@ -90,7 +94,7 @@ PC_INLINE enum block_kind classify(const void *p, struct pc_page **pg_out)
 	struct pc_page *slab = pc_pg_state(pg) == PC_PG_TAIL ? pg->head : pg;
 	*pg_out = slab;
 	if (pc_likely(pc_pg_state(slab) == PC_PG_SLAB))
-		return BLOCK_SMALL;
+		return pc_likely(pc_slab_is_slot(slab->owner, slab, p)) ? BLOCK_SMALL : BLOCK_BAD;
 	*pg_out = pg;
 	return pc_pg_state(pg) == PC_PG_LARGE && pc_page_address(pg) == p ? BLOCK_LARGE : BLOCK_BAD;
 }

@@ -147,6 +147,13 @@ static bool cache_geometry(struct pc_cache *s, size_t size, size_t align, bool c
 	 * state, so it goes after the object, as in SLUB. */
 	s->offset = ctor ? pc_align_up(size, sizeof(void *)) : 0;
 	s->size = pc_align_up(ctor ? s->offset + sizeof(void *) : PC_MAX(size, sizeof(void *)), align);
+	/* The inverse of the odd part by Newton's iteration: each step doubles
+	 * the correct low bits, and odd * odd == 1 (mod 8) gives the first 3. */
+	s->slot_shift = (unsigned)__builtin_ctzll(s->size);
+	uint64_t odd = s->size >> s->slot_shift, inv = odd;
+	for (int i = 0; i < 5; i++)
+		inv *= 2 - odd * inv;
+	s->slot_inverse = inv;
 	return true;
 }
 
@@ -183,6 +190,8 @@ struct pc_cache *pc_cache_create(const char *name, size_t size, size_t align, vo
 	s->object_size = geometry.object_size;
 	s->size = geometry.size;
 	s->offset = geometry.offset;
+	s->slot_inverse = geometry.slot_inverse;
+	s->slot_shift = geometry.slot_shift;
 	s->ctor = ctor;
 	snprintf(s->name, sizeof(s->name), "%s", name ? name : "unnamed");
 	cache_init_parts(s);
@@ -200,6 +209,8 @@ void *pc_cache_alloc(struct pc_cache *s)
 
 static PC_COLD void bad_cache_free(struct pc_cache *s, const void *obj, const struct pc_page *slab)
 {
+	if (slab && slab->owner == s)
+		pc_fatal("pc_cache_free(%s, %p): not the start of an object", s->name, obj);
 	pc_fatal("pc_cache_free(%s, %p): the object belongs to %s", s->name, obj,
 		 slab ? ((struct pc_cache *)slab->owner)->name : "no cache");
 }
@@ -209,7 +220,7 @@ void pc_cache_free(struct pc_cache *s, void *obj)
 	if (pc_unlikely(!obj))
 		return;
 	struct pc_page *slab = pc_slab_of(obj);
-	if (pc_unlikely(!slab || slab->owner != s))
+	if (pc_unlikely(!slab || slab->owner != s || !pc_slab_is_slot(s, slab, obj)))
 		bad_cache_free(s, obj, slab);
 	pc_cache_free_inline(s, slab, obj);
 }

@@ -132,6 +132,10 @@ struct pc_cache {
 	size_t object_size;   /* as asked */
 	size_t size;          /* slot size: object (+ free pointer), aligned */
 	size_t offset;        /* of the free pointer within a slot */
+	/* size = 2^slot_shift * odd; slot_inverse = odd^-1 mod 2^64 (for
+	 * pc_slab_slot_index: slot numbers without a division) */
+	uint64_t slot_inverse;
+	unsigned slot_shift;
 	void (*ctor)(void *);
 	_Atomic uint64_t oo;  /* order << 32 | objects: for new slabs */
 	_Atomic unsigned min_partial;
@@ -259,6 +263,33 @@ PC_INLINE struct pc_page *pc_slab_of(const void *p)
 	if (pc_pg_state(pg) == PC_PG_TAIL)
 		pg = pg->head;
 	return pc_pg_state(pg) == PC_PG_SLAB ? pg : NULL;
+}
+
+/*
+ * The number of the slot that starts at p, or a number >= the slab's object
+ * count when p starts none of its slots (it points inside one, or into the
+ * slack after the last). p must lie in slab, which is 2^order pages aligned
+ * to its size, so p's offset in it is a mask. No division (this runs on the
+ * free fast path): with size = 2^shift * odd, offset * odd^-1 (mod 2^64)
+ * rotated right by shift is offset / size when size divides offset; when it
+ * does not, either bits below shift rotate to the top, or the product is
+ * above 2^(64 - shift) / odd (Granlund and Montgomery's exact-division
+ * test), and either way far above any object count (< 2^24).
+ */
+PC_INLINE uint64_t pc_slab_slot_index(const struct pc_cache *s, const struct pc_page *slab,
+				      const void *p)
+{
+	uintptr_t bytes = PC_PAGE_SIZE << pc_pg_order(slab);
+	uint64_t x = (uint64_t)((uintptr_t)p & (bytes - 1)) * s->slot_inverse;
+	unsigned r = s->slot_shift;
+	return (x >> r) | (x << ((64 - r) & 63));
+}
+
+/* Whether p is the start of a slot (free or in use) of slab, a slab of s. */
+PC_INLINE bool pc_slab_is_slot(const struct pc_cache *s, struct pc_page *slab, const void *p)
+{
+	uint64_t counters = pc_load_relaxed(&slab_word(slab)->word); /* objects never change */
+	return pc_slab_slot_index(s, slab, p) < PC_SLAB_OBJECTS(counters);
 }
 
 /* "slab_alloc.c" */

@@ -1,0 +1,169 @@
+/*
+ * tests/malloc/test_bad_pointer.c - pointers that malloc never returned are
+ * refused, by default, with pcmalloc's fatal message and an abort (as glibc
+ * does for "free(): invalid pointer"), never a segfault or a silent mis-free:
+ *  - interior pointers of small objects (the slot's second byte, its
+ *    middle; tests/unit/slab/slots.c checks every byte of a slab), of large blocks
+ *    (inside the first page and on a later page) and of huge blocks;
+ *  - a double free of a large block;
+ *  - a stack pointer, a pointer into a foreign mapping, a pointer into
+ *    unmapped memory;
+ * through free, realloc and malloc_usable_size. Each case runs in a forked
+ * child with its stderr on a pipe; the parent checks that the child died of
+ * SIGABRT and wrote "pcmalloc: fatal: <function>(" ... "invalid pointer".
+ * Only the cases that are refused without reading the memory around the
+ * pointer are here; see the report of issue 12 for page-aligned foreign
+ * pointers (huge-block look-up).
+ */
+#define _GNU_SOURCE
+#include "malloc_test.h"
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+enum call { CALL_FREE, CALL_REALLOC, CALL_USABLE };
+static const char *const call_name[] = { "free", "realloc", "malloc_usable_size" };
+
+static void do_call(enum call c, void *p)
+{
+	if (c == CALL_FREE) {
+		p_free(p);
+	} else if (c == CALL_REALLOC) {
+		void *q = p_realloc(p, 100);
+		(void)q;
+	} else {
+		size_t n = p_usable(p);
+		(void)n;
+	}
+}
+
+/* Runs setup() then the call on what it returns, in a child; true if the
+ * child aborted with pcmalloc's message for that call. */
+static bool refused(enum call c, void *(*setup)(void), const char *what)
+{
+	int fds[2];
+	REQUIRE(pipe(fds) == 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct rlimit no_core = { 0, 0 };
+		setrlimit(RLIMIT_CORE, &no_core);
+		close(fds[0]);
+		dup2(fds[1], STDERR_FILENO);
+		void *p = setup();
+		do_call(c, p);
+		_exit(0); /* accepted: the test fails */
+	}
+	close(fds[1]);
+	char buf[1024];
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof(buf) - 1 && (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(fds[0]);
+	int status;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	char expect[64];
+	snprintf(expect, sizeof(expect), "pcmalloc: fatal: %s(", call_name[c]);
+	bool ok = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && strstr(buf, expect) &&
+		  strstr(buf, "invalid pointer");
+	if (!ok)
+		fprintf(stderr, "  %s(%s): status %#x, stderr <<%s>>\n", call_name[c], what, status, buf);
+	return ok;
+}
+
+/* ---- the bad pointers -------------------------------------------------------- */
+static size_t small_size; /* set by the parent before each fork */
+
+static void *small_plus_1(void) { return (char *)p_malloc(small_size) + 1; }
+static void *small_middle(void) { return (char *)p_malloc(small_size) + small_size / 2; }
+/* The 5000-byte block of the issue: q + 64 lies inside its 5120-byte slot. */
+static void *small_5000_plus_64(void) { return (char *)p_malloc(5000) + 64; }
+static void *large_plus_64(void) { return (char *)p_malloc(100 * KiB) + 64; }
+static void *large_next_page(void) { return (char *)p_malloc(100 * KiB) + 4096; }
+static void *large_freed(void)
+{
+	void *p = p_malloc(100 * KiB);
+	p_free(p);
+	return p;
+}
+static void *huge_plus_64(void) { return (char *)p_malloc(8 * MiB) + 64; }
+static void *huge_next_page(void) { return (char *)p_malloc(8 * MiB) + 4096; }
+static void *stack_pointer(void)
+{
+	static volatile char *keep;
+	char local[64];
+	keep = local;
+	return (void *)((uintptr_t)keep | 8); /* not page aligned */
+}
+static void *foreign_mapping(void)
+{
+	char *m = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(m != MAP_FAILED);
+	return m + 4096 + 16;
+}
+static void *unmapped(void) { return (void *)(uintptr_t)0x10; }
+
+TEST(interior_small)
+{
+	static const size_t sizes[] = { 16, 24, 48, 100, 512, 1000, 3000, 8192 };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		small_size = sizes[i];
+		for (int c = CALL_FREE; c <= CALL_USABLE; c++) {
+			CHECK(refused((enum call)c, small_plus_1, "small + 1"));
+			CHECK(refused((enum call)c, small_middle, "small + size/2"));
+		}
+	}
+	for (int c = CALL_FREE; c <= CALL_USABLE; c++) {
+		CHECK(refused((enum call)c, small_5000_plus_64, "malloc(5000) + 64"));
+	}
+}
+
+TEST(interior_large_and_huge)
+{
+	for (int c = CALL_FREE; c <= CALL_USABLE; c++) {
+		CHECK(refused((enum call)c, large_plus_64, "large + 64"));
+		CHECK(refused((enum call)c, large_next_page, "large + 4096"));
+		CHECK(refused((enum call)c, large_freed, "freed large"));
+		CHECK(refused((enum call)c, huge_plus_64, "huge + 64"));
+		CHECK(refused((enum call)c, huge_next_page, "huge + 4096"));
+	}
+}
+
+TEST(foreign)
+{
+	for (int c = CALL_FREE; c <= CALL_USABLE; c++) {
+		CHECK(refused((enum call)c, stack_pointer, "stack"));
+		CHECK(refused((enum call)c, foreign_mapping, "foreign mapping"));
+		CHECK(refused((enum call)c, unmapped, "unmapped"));
+	}
+}
+
+/* The check refuses only bad pointers: every slot of a slab is accepted. */
+TEST(every_slot_accepted)
+{
+	for (size_t n = 16; n <= MT_SMALL_MAX; n += n < 256 ? 16 : 256) {
+		void *ps[64];
+		for (int i = 0; i < 64; i++) {
+			ps[i] = p_malloc(n);
+			CHECK(ps[i] != NULL && p_usable(ps[i]) >= n);
+		}
+		for (int i = 0; i < 64; i++)
+			p_free(ps[i]);
+	}
+}
+
+int main(void)
+{
+	RUN(malloc_interposed);
+	RUN(interior_small);
+	RUN(interior_large_and_huge);
+	RUN(foreign);
+	RUN(every_slot_accepted);
+	return test_report();
+}
