@@ -285,16 +285,19 @@ void pc_lock_reinit(struct pc_lock *l)
 	l->acquired_ns = 0;
 }
 
+void (*_Atomic pc_lock_contended_hook)(struct pc_lock *l);
+
 /* Contended: wait, measuring the wait when statistics are on. */
 static PC_NOINLINE void lock_acquire_slow(struct pc_lock *l)
 {
 	struct pc_lock_stats *s = lock_stats_on(l);
-	if (s == NULL) {
-		lock_wait_kind(l);
-		return;
-	}
-	uint64_t start = os_now_ns();
+	uint64_t start = s != NULL ? os_now_ns() : 0;
+	void (*hook)(struct pc_lock *) = pc_load_relaxed(&pc_lock_contended_hook);
+	if (pc_unlikely(hook != NULL))
+		hook(l);
 	lock_wait_kind(l);
+	if (s == NULL)
+		return;
 	uint64_t now = os_now_ns();
 	pc_add_relaxed(&s->contended, 1);
 	pc_lock_stats_add_wait(s, now - start);

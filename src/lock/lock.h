@@ -162,6 +162,21 @@ struct pc_mutex_spin_counters {
 };
 void pc_mutex_spin_counters(struct pc_mutex_spin_counters *out);
 
+/*
+ * Test seam: lets a test decide the spin budget of each contended
+ * pc_mutex_lock at the two points where the OSQ's outcome is decided, so that
+ * unqueue, spin timeout and hand-off happen by construction, never by the
+ * scheduler's luck (tests/unit/lock/mutex.c). Called, when set, with the
+ * budget left: at PC_MUTEX_SPIN_HEAD as head of the spin queue just before it
+ * spins on the mutex word, and at PC_MUTEX_SPIN_QUEUED once linked behind a
+ * predecessor, before it waits to become head; returns the budget to use (the
+ * hook may also block, which holds that thread at that point). NULL in
+ * production: one relaxed load on the contended path only.
+ */
+enum pc_mutex_spin_point { PC_MUTEX_SPIN_HEAD, PC_MUTEX_SPIN_QUEUED };
+extern uint32_t (*_Atomic pc_mutex_spin_hook)(struct pc_mutex *m, enum pc_mutex_spin_point at,
+					       uint32_t budget);
+
 /* ---- the generic lock: kind chosen at start-up ------------------------------ */
 struct pc_lock {
 	uint8_t kind; /* enum pc_lock_kind, fixed by pc_lock_init */
@@ -193,6 +208,11 @@ void pc_lock_acquire_for_fork(struct pc_lock *l);
 /* Never waits: true if acquired. */
 bool pc_lock_try(struct pc_lock *l);
 void pc_lock_release(struct pc_lock *l);
+/* Test seam: when set, pc_lock_acquire calls it after its first try failed,
+ * once the wait's start time is taken and before it waits, so a test can tell
+ * that a thread is committed to a contended wait (tests/unit/lock/stats.c).
+ * NULL in production: one relaxed load on the contended path only. */
+extern void (*_Atomic pc_lock_contended_hook)(struct pc_lock *l);
 /* True if some thread holds l (racy; for assertions only). */
 bool pc_lock_is_locked(const struct pc_lock *l);
 #define pc_lock_assert_held(l) pc_assert_internal(pc_lock_is_locked(l))

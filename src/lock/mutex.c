@@ -231,6 +231,18 @@ static bool osq_unqueue(struct pc_osq *q, struct osq_node *node, struct osq_node
 	return false;
 }
 
+uint32_t (*_Atomic pc_mutex_spin_hook)(struct pc_mutex *m, enum pc_mutex_spin_point at,
+				       uint32_t budget);
+
+/* The budget to use from point `at` on: the test seam's choice, if set. */
+PC_INLINE uint32_t mutex_spin_budget(struct pc_mutex *m, enum pc_mutex_spin_point at,
+				     uint32_t budget)
+{
+	uint32_t (*hook)(struct pc_mutex *, enum pc_mutex_spin_point, uint32_t) =
+		pc_load_relaxed(&pc_mutex_spin_hook);
+	return pc_unlikely(hook != NULL) ? hook(m, at, budget) : budget;
+}
+
 /*
  * Join the spin queue; true when we are its head (the only thread that spins
  * on the mutex word), false when the budget ran out and we left the queue.
@@ -249,6 +261,8 @@ static bool osq_lock(struct pc_osq *q, struct osq_node *node, uint32_t *budget)
 	/* release: node->prev is stored before prev can see us, and so before
 	 * prev's own unqueue (step C) may overwrite it. */
 	pc_store_release(&prev->next, node);
+	*budget = mutex_spin_budget(PC_CONTAINER_OF(q, struct pc_mutex, spinq),
+				    PC_MUTEX_SPIN_QUEUED, *budget);
 	if (osq_wait_head(node, budget))
 		return true;
 	return osq_unqueue(q, node, prev);
@@ -315,6 +329,7 @@ static bool mutex_optimistic_spin(struct pc_mutex *m)
 		pc_add_relaxed(&mutex_counters.unqueued, 1);
 		return false;
 	}
+	budget = mutex_spin_budget(m, PC_MUTEX_SPIN_HEAD, budget);
 	bool got = mutex_spin_on_word(m, budget);
 	osq_unlock(&m->spinq, node);
 	pc_add_relaxed(got ? &mutex_counters.spin_acquired : &mutex_counters.spin_timeout, 1);

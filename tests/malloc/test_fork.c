@@ -25,7 +25,7 @@
 #define CHURNERS 3
 #define CHURN_SLOTS 128
 #define MAIN_SLOTS 128
-#define CHILD_ALARM_S 10
+#define CHILD_ALARM_S 60 /* a hang detector only: far above a child's run time even on a loaded machine */
 #define PARENT_ALARM_S 150 /* a fork or a churner that hangs ends the test */
 
 /* Slots hold self-describing objects (malloc_test.h) or NULL. A churner

@@ -82,16 +82,17 @@ TEST(futex_handoff)
 	uint32_t tid;
 	while ((tid = atomic_load(&hand_tid)) == 0)
 		sleep_ms(1);
+	/* Certain to happen (hand_word stays 0, so the waiter sleeps in the
+	 * futex): wait for it however long the scheduler takes (no time limit;
+	 * a hang ends the test through ctest's timeout). */
 	char st = 0;
-	for (int i = 0; i < 5000 && st != 'S'; i++) {
+	while ((st = thread_state(tid)) != 'S' && st != 0)
 		sleep_ms(1);
-		st = thread_state(tid);
-	}
 	CHECK_EQ(st, 'S'); /* asleep in the futex */
 	/* release: the waiter's acquire load sees everything before this. */
 	pc_store_release(&hand_word, 1);
 	CHECK_EQ(os_futex_wake(&hand_word, 1), 1);
-	bool joined = join_within(t, 10);
+	bool joined = join_within(t, 120); /* a hang detector, not a time limit */
 	CHECK(joined);
 	if (!joined) {
 		os_futex_wake(&hand_word, INT_MAX);
@@ -165,7 +166,7 @@ TEST(futex_wake_all)
 	int woken = os_futex_wake(&many_word, INT_MAX);
 	CHECK(woken >= 0 && woken <= MANY_WAITERS);
 	for (int i = 0; i < MANY_WAITERS; i++)
-		CHECK(join_within(t[i], 10));
+		CHECK(join_within(t[i], 120)); /* a hang detector */
 	CHECK_EQ(atomic_load(&many_done), MANY_WAITERS);
 }
 

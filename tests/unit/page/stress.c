@@ -15,9 +15,16 @@
  *
  * At the end of each round everything is freed and drained: pc_page_check()
  * holds and every zone has coalesced back into whole top-order blocks.
- * Per-thread seeds are fixed; run time is bounded (PC_STRESS_SECONDS, default
- * 4 s per round, 6 s and fewer operations under ThreadSanitizer). Workers record
- * failures in atomics; only the main thread calls CHECK.
+ * Per-thread seeds are fixed and every round does a fixed number of
+ * operations (ROUND_OPS, or PC_STRESS_OPS), split over its threads: a round
+ * ends when its work is done, never after a time, so no verdict depends on
+ * how fast the machine or the scheduler is. In particular hand-offs are
+ * certain: were no block ever taken from a slot, every thread would run as
+ * if alone (its choices depend only on its seed and on what it takes), and
+ * the threads' own puts into slots, computable from the seeds, far exceed
+ * the NSLOTS slots; so some put block must be taken. The option flipper
+ * flips once before the workers start, and keeps flipping until they end.
+ * Workers record failures in atomics; only the main thread calls CHECK.
  *
  * PC_TEST_LABELS: tsan
  */
@@ -44,12 +51,10 @@
 #endif
 
 #if STRESS_TSAN
-#define DEFAULT_SECONDS 6.0
-#define MAX_OPS_PER_THREAD 20000
+#define ROUND_OPS 200000ul /* operations per round, all threads */
 #define TOP_ORDER_PERMILLE 2 /* big blocks are slow to fill under TSan */
 #else
-#define DEFAULT_SECONDS 4.0
-#define MAX_OPS_PER_THREAD 2000000
+#define ROUND_OPS 1000000ul
 #define TOP_ORDER_PERMILLE 10
 #endif
 
@@ -76,7 +81,7 @@ static uint8_t fill_byte(unsigned tid, const void *p)
 }
 
 static _Atomic blockref slots[NSLOTS];
-static _Atomic int stop;
+static _Atomic int stop, go;
 static _Atomic unsigned long bad_content, null_allocs, bad_align, bad_state, total_ops, handoffs;
 static _Atomic unsigned finished;
 
@@ -117,6 +122,7 @@ struct worker {
 	pthread_t thread;
 	unsigned tid;
 	uint64_t seed;
+	unsigned long ops; /* to do */
 };
 
 static void *worker_main(void *arg)
@@ -127,7 +133,9 @@ static void *worker_main(void *arg)
 	uint64_t s = w->seed;
 	unsigned long ops = 0;
 
-	while (!atomic_load_explicit(&stop, memory_order_relaxed) && ops < MAX_OPS_PER_THREAD) {
+	while (!atomic_load(&go))
+		sched_yield();
+	while (ops < w->ops) {
 		unsigned r = (unsigned)(test_rand(&s) % 100);
 		ops++;
 		if (r < 45 && nlocal < LOCAL_MAX) {
@@ -176,7 +184,7 @@ static void *worker_main(void *arg)
 }
 
 /* Flips the batch scale cap and the pcp high mark while the workers run. */
-static _Atomic unsigned long flips, flip_errors;
+static _Atomic unsigned long flips, flip_errors, flips_done;
 static void *flipper_main(void *arg)
 {
 	(void)arg;
@@ -187,6 +195,7 @@ static void *flipper_main(void *arg)
 		if (pc_option_set(PC_OPT_VM_PCP_HIGH, (n & 2) ? 4096 : 0, false) != 0)
 			atomic_fetch_add(&flip_errors, 1);
 		n++;
+		atomic_store(&flips_done, n);
 		if ((n & 15) == 0)
 			sched_yield();
 	}
@@ -194,11 +203,11 @@ static void *flipper_main(void *arg)
 	return NULL;
 }
 
-static double stress_seconds(void)
+static unsigned long round_ops(void)
 {
-	const char *e = getenv("PC_STRESS_SECONDS");
-	double s = e ? atof(e) : 0;
-	return s > 0 ? s : DEFAULT_SECONDS;
+	const char *e = getenv("PC_STRESS_OPS");
+	unsigned long n = e ? strtoul(e, NULL, 10) : 0;
+	return n > 0 ? n : ROUND_OPS;
 }
 
 static double now_s(void)
@@ -215,6 +224,7 @@ static void round_run(unsigned nthreads, uint64_t seed, int mode)
 	static struct worker w[MAX_THREADS];
 	pthread_t flipper;
 	atomic_store(&stop, 0);
+	atomic_store(&go, 0);
 	atomic_store(&bad_content, 0);
 	atomic_store(&null_allocs, 0);
 	atomic_store(&bad_align, 0);
@@ -223,31 +233,36 @@ static void round_run(unsigned nthreads, uint64_t seed, int mode)
 	atomic_store(&handoffs, 0);
 	atomic_store(&finished, 0);
 	atomic_store(&flips, 0);
+	atomic_store(&flips_done, 0);
 	atomic_store(&flip_errors, 0);
 
-	double t0 = now_s(), budget = stress_seconds();
+	double t0 = now_s();
+	unsigned long per_thread = round_ops() / nthreads;
 	for (unsigned i = 0; i < nthreads; i++) {
 		w[i].tid = i;
 		w[i].seed = (seed + i) * 0x9E3779B97F4A7C15ULL | 1;
+		w[i].ops = per_thread;
 		REQUIRE(pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0);
 	}
-	if (mode == ROUND_FLIP)
+	if (mode == ROUND_FLIP) {
 		REQUIRE(pthread_create(&flipper, NULL, flipper_main, NULL) == 0);
+		while (atomic_load(&flips_done) == 0) /* certain: it flips first */
+			sched_yield();
+	}
+	atomic_store(&go, 1);
 
+	/* The checker runs until the workers are done (at least once). */
 	unsigned checks = 0, check_failures = 0;
-	while (now_s() - t0 < budget) {
+	do {
 		if (mode == ROUND_CHECKER) {
 			checks++;
 			check_failures += !pc_page_check();
 		}
 		usleep(mode == ROUND_CHECKER ? 20000 : 50000);
-		/* Everyone may already be done (operation cap). */
-		if (atomic_load(&finished) == nthreads)
-			break;
-	}
-	atomic_store(&stop, 1);
+	} while (atomic_load(&finished) < nthreads);
 	for (unsigned i = 0; i < nthreads; i++)
 		pthread_join(w[i].thread, NULL);
+	atomic_store(&stop, 1);
 	if (mode == ROUND_FLIP) {
 		pthread_join(flipper, NULL);
 		CHECK(atomic_load(&flips) > 0);
@@ -270,7 +285,7 @@ static void round_run(unsigned nthreads, uint64_t seed, int mode)
 	CHECK_EQ(atomic_load(&null_allocs), 0);
 	CHECK_EQ(atomic_load(&bad_align), 0);
 	CHECK_EQ(atomic_load(&bad_state), 0);
-	CHECK(atomic_load(&total_ops) >= nthreads * 100ul);
+	CHECK_EQ(atomic_load(&total_ops), nthreads * per_thread);
 	CHECK(atomic_load(&handoffs) > 0);
 	fprintf(stderr, "  %u threads: %lu ops, %lu hand-offs, %.1f s\n", nthreads,
 		atomic_load(&total_ops), atomic_load(&handoffs), now_s() - t0);
