@@ -165,19 +165,53 @@ static inline const char **watchdog_message(void)
 	return &msg;
 }
 
+/*
+ * The watchdog detects hangs, not slowness: a test arms it with
+ * watchdog_arm(seconds) and its workers call test_progress() as they go. When
+ * the alarm rings, the test fails only if no progress was made during the
+ * whole interval; otherwise the alarm is re-armed. So a machine that is merely
+ * slow or overloaded (the lock tests run 64 threads on 2 cores beside other
+ * work) never fails a test, and a deadlock still ends it. A test that never
+ * calls test_progress() gets a plain time limit, as with alarm().
+ */
+static _Atomic unsigned long watchdog_progress_count;
+static unsigned long watchdog_progress_seen;
+static unsigned watchdog_interval_s;
+
+static inline void test_progress(void)
+{
+	atomic_fetch_add_explicit(&watchdog_progress_count, 1, memory_order_relaxed);
+}
+
 static inline void watchdog(int sig)
 {
-	const char *msg = *watchdog_message();
 	(void)sig;
+	unsigned long now = atomic_load_explicit(&watchdog_progress_count, memory_order_relaxed);
+	if (now != watchdog_progress_seen && watchdog_interval_s != 0) {
+		watchdog_progress_seen = now; /* still moving: wait another interval */
+		alarm(watchdog_interval_s);
+		return;
+	}
+	const char *msg = *watchdog_message();
 	(void)!write(2, msg, strlen(msg));
 	_exit(2);
 }
 
-/* On SIGALRM (arm it with alarm()), write msg to stderr and exit with 2. */
+/* On SIGALRM (arm it with watchdog_arm or alarm), unless progress was made
+ * since the last ring, write msg to stderr and exit with 2. */
 static inline void watchdog_install(const char *msg)
 {
 	*watchdog_message() = msg;
 	signal(SIGALRM, watchdog);
+}
+
+/* Ring after `seconds`, and every `seconds` while progress is made. */
+static inline void watchdog_arm(unsigned seconds)
+{
+	watchdog_interval_s = seconds;
+	watchdog_progress_seen = atomic_load_explicit(&watchdog_progress_count,
+						      memory_order_relaxed);
+	alarm(seconds);
 }
 
 #endif /* PC_UNIT_HELPERS_H */

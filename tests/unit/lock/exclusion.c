@@ -85,6 +85,8 @@ static void *exclusion_worker(void *arg)
 	struct pc_mcs_node node;
 	pthread_barrier_wait(&s->start);
 	for (unsigned i = 0; i < s->iters; i++) {
+		if (i % 64 == 0)
+			test_progress();
 		shared_lock(s, &node);
 		critical_section(s, i);
 		shared_unlock(s, &node);
@@ -132,11 +134,11 @@ static void run_exclusion(enum impl impl, enum pc_lock_kind kind, unsigned nthre
 /* Per kind, iterations per thread at 16 threads; halved per doubling. */
 static void run_all_counts(enum impl impl, enum pc_lock_kind kind, unsigned iters16)
 {
-	alarm(120);
+	watchdog_arm(120);
 	run_exclusion(impl, kind, 16, scaled(iters16, 5));
 	run_exclusion(impl, kind, 32, scaled(iters16 / 2, 5));
 	run_exclusion(impl, kind, 64, scaled(iters16 / 4, 5));
-	alarm(0);
+	watchdog_arm(0);
 }
 
 TEST(spin) { run_all_counts(RAW_SPIN, PC_LOCK_SPIN, 30000); }
@@ -160,6 +162,8 @@ static void *nested_worker(void *arg)
 	struct nested *n = arg;
 	uint64_t rnd = (uint64_t)(uintptr_t)&rnd | 1;
 	for (unsigned i = 0; i < n->iters; i++) {
+		if (i % 64 == 0)
+			test_progress();
 		pc_lock_acquire(&n->a);
 		pc_lock_acquire(&n->b);
 		n->count_a++;
@@ -197,10 +201,10 @@ static void run_nested(enum pc_lock_kind kind, unsigned nthreads, unsigned iters
 
 TEST(generic_nested_out_of_order)
 {
-	alarm(120);
+	watchdog_arm(120);
 	run_nested(PC_LOCK_MCS, 16, scaled(1000, 5));
 	run_nested(PC_LOCK_MUTEX, 16, scaled(5000, 5));
-	alarm(0);
+	watchdog_arm(0);
 }
 
 int main(void)

@@ -146,7 +146,7 @@ TEST(generic_mcs_fifo)
 int main(void)
 {
 	watchdog_install("fifo: watchdog: the test hangs\n");
-	alarm(60);
+	watchdog_arm(60);
 	RUN(ticket_fifo);
 	RUN(mcs_fifo);
 	RUN(generic_ticket_fifo);

@@ -54,6 +54,7 @@ static void *phase_worker(void *arg)
 	struct phase *p = arg;
 	pthread_barrier_wait(&p->start);
 	for (unsigned i = 1; i <= p->iters; i++) {
+		test_progress();
 		p->generic ? pc_lock_acquire(&p->lock) : pc_mutex_lock(&p->m);
 		if (atomic_exchange_explicit(&p->inside, 1, memory_order_relaxed) != 0)
 			pc_add_relaxed(&p->violations, 1);
@@ -205,7 +206,7 @@ static void force_one_sleeper(void)
  * load phases check exclusion and totals; the futex path is forced. */
 TEST(no_lost_wakeup)
 {
-	alarm(120);
+	watchdog_arm(120);
 	struct pc_mutex_spin_counters before = counters_now();
 	run_phase(false, 32, scaled(20000, 4), 0, 0);
 	run_phase(false, 64, scaled(5000, 4), 0, 0);
@@ -219,7 +220,7 @@ TEST(no_lost_wakeup)
 	pc_store_relaxed(&pc_mutex_spin_pauses, PC_MUTEX_SPIN_PAUSES);
 	struct pc_mutex_spin_counters after = counters_now();
 	CHECK(after.sleeps > before.sleeps);
-	alarm(0);
+	watchdog_arm(0);
 }
 
 /*
@@ -287,10 +288,10 @@ static void forced_unqueue(unsigned nqueued, const bool *leave_first, const char
  * case that used to be left to the scheduler). */
 TEST(osq_unqueue)
 {
-	alarm(120);
+	watchdog_arm(120);
 	static const bool tail[1] = { true };
 	forced_unqueue(1, tail, "tail leaves");
-	alarm(0);
+	watchdog_arm(0);
 }
 
 /* Leaving from the middle (step C relinks the successor to the predecessor),
@@ -298,14 +299,14 @@ TEST(osq_unqueue)
  * whole queue at once. */
 TEST(osq_unqueue_middle_and_neighbours)
 {
-	alarm(120);
+	watchdog_arm(120);
 	static const bool middle[3] = { false, true, false };
 	static const bool neighbours[4] = { false, true, true, false };
 	static const bool all[4] = { true, true, true, true };
 	forced_unqueue(3, middle, "middle leaves");
 	forced_unqueue(4, neighbours, "two neighbours leave");
 	forced_unqueue(4, all, "all leave at once");
-	alarm(0);
+	watchdog_arm(0);
 }
 
 /* A long spin budget (~100 us) and 1 ms holds: spinners queue up behind a
@@ -314,7 +315,7 @@ TEST(osq_unqueue_middle_and_neighbours)
  * an empty queue (run_phase); how many left is only printed. */
 TEST(osq_unqueue_stress)
 {
-	alarm(120);
+	watchdog_arm(120);
 	struct pc_mutex_spin_counters before = counters_now();
 	pc_store_relaxed(&pc_mutex_spin_pauses, 4000);
 	run_phase(false, 32, scaled(24, 4), 2, 1000);
@@ -325,14 +326,14 @@ TEST(osq_unqueue_stress)
 	run_phase(false, 16, scaled(20, 4), 2, 1000);
 	pc_store_relaxed(&pc_mutex_spin_pauses, PC_MUTEX_SPIN_PAUSES);
 	print_counters("stress", before, counters_now());
-	alarm(0);
+	watchdog_arm(0);
 }
 
 /* Spinning off: straight to the futex. No contended lock may spin or queue;
  * the futex path itself is forced once. */
 TEST(no_spin)
 {
-	alarm(120);
+	watchdog_arm(120);
 	struct pc_mutex_spin_counters before = counters_now();
 	pc_store_relaxed(&pc_mutex_spin_pauses, 0);
 	run_phase(false, 32, scaled(2000, 4), 16, 20);
@@ -343,7 +344,7 @@ TEST(no_spin)
 	CHECK_EQ(after.spin_timeout, before.spin_timeout);
 	CHECK_EQ(after.unqueued, before.unqueued);
 	CHECK(after.sleeps > before.sleeps);
-	alarm(0);
+	watchdog_arm(0);
 }
 
 /* A waiter that spins (unbounded budget) as OSQ head takes the mutex when
@@ -361,7 +362,7 @@ static void *handoff_waiter(void *arg)
 
 TEST(spinner_takes_released_mutex)
 {
-	alarm(120);
+	watchdog_arm(120);
 	pc_mutex_init(&handoff_mutex);
 	struct pc_mutex_spin_counters before = counters_now();
 	pc_store_relaxed(&pc_mutex_spin_pauses, UINT32_MAX);
@@ -377,7 +378,7 @@ TEST(spinner_takes_released_mutex)
 	CHECK_EQ(after.spin_acquired, before.spin_acquired + 1);
 	CHECK_EQ(after.sleeps, before.sleeps);
 	CHECK_EQ(pc_load_relaxed(&handoff_mutex.state), 0);
-	alarm(0);
+	watchdog_arm(0);
 }
 
 /* Many short sections: spinners mostly win as OSQ head, some give up. How
@@ -385,7 +386,7 @@ TEST(spinner_takes_released_mutex)
  * checks exclusion and the totals. */
 TEST(osq_spin_mixed)
 {
-	alarm(120);
+	watchdog_arm(120);
 	struct pc_mutex_spin_counters before = counters_now();
 	outside_pauses = 100; /* ~3 us between sections: a spinning head wins */
 	run_phase(false, 2, scaled(50000, 4), 0, 0);
@@ -396,15 +397,15 @@ TEST(osq_spin_mixed)
 	fprintf(stderr, "  spin_acquired %llu, spin_timeout %llu\n",
 		(unsigned long long)(after.spin_acquired - before.spin_acquired),
 		(unsigned long long)(after.spin_timeout - before.spin_timeout));
-	alarm(0); /* run_phase checked exclusion and counts */
+	watchdog_arm(0); /* run_phase checked exclusion and counts */
 }
 
 TEST(generic_mutex)
 {
-	alarm(120);
+	watchdog_arm(120);
 	run_phase(true, 32, scaled(10000, 4), 0, 0);
 	run_phase(true, 32, scaled(16, 4), 4, 1000);
-	alarm(0);
+	watchdog_arm(0);
 }
 
 int main(void)

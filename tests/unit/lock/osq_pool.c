@@ -71,8 +71,10 @@ static unsigned long run_pool_batches(void)
 {
 	unsigned batches = PC_OSQ_POOL_SIZE / BATCH + 2;
 	counter = 0;
-	for (unsigned b = 0; b < batches; b++)
+	for (unsigned b = 0; b < batches; b++) {
+		test_progress();
 		run_batch();
+	}
 	return (unsigned long)batches * BATCH;
 }
 
@@ -115,7 +117,7 @@ TEST(pool_exhausted_then_fork)
 int main(void)
 {
 	watchdog_install("osq_pool: watchdog: the test hangs\n");
-	alarm(120);
+	watchdog_arm(120);
 	RUN(nodes_recycled);
 	RUN(pool_exhausted_then_fork);
 	return test_report();

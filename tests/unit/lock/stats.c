@@ -52,6 +52,7 @@ static void *contend_worker(void *arg)
 	struct contend *c = arg;
 	pc_add_relaxed(&c->started, 1);
 	for (unsigned i = 0; i < 1 + WORKER_ITERS; i++) {
+		test_progress();
 		pc_lock_acquire(c->lock);
 		c->counter++;
 		pc_lock_release(c->lock);
@@ -276,7 +277,7 @@ TEST(registry)
 int main(void)
 {
 	watchdog_install("stats: watchdog: the test hangs\n");
-	alarm(120);
+	watchdog_arm(120);
 	RUN(stats_on);
 	RUN(stats_off);
 	RUN(stats_on_lock_without_stats);
