@@ -39,8 +39,14 @@ test-asan:
 run: build
 	./tools/run-main.sh $(BUILD)
 
-bench: build
-	./tools/run-bench.sh $(BUILD)
+# The main job: every seed's experiment and pcmalloc beside glibc, jemalloc,
+# mimalloc and tcmalloc (tools/bench.py; BENCH_ARGS="--full", "--only pcp",
+# "--reps 5", ...). Installs the peers and matplotlib first (.ci/deps.sh).
+BENCH_ARGS ?=
+bench:
+	sh .ci/deps.sh
+	$(MAKE) build
+	/usr/bin/python3.11 tools/bench.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-debug $(BUILD)-tsan $(BUILD)-asan
