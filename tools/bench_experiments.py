@@ -539,6 +539,31 @@ def exp_locks(cfg, runner):
     return Plan("locks", "Seed 004: lock kinds under oversubscription", points, render)
 
 
+# ---- the contention model: inputs at 1 thread, check at 2, predict 224 -----------------
+def exp_model(cfg, runner):
+    import contention_model
+    if "pcmalloc" not in runner.allocators:
+        return Plan("model", "Contention model", [], lambda r: "(pcmalloc not selected)\n")
+    total = cfg.scale(2000000, 8000000)
+    groups = []
+    for t in (1, 2):
+        groups.append(lambda a, t=t: [whitebox(Point("model", "mmap1", a, mmap1_argv(t, total), threads=t))])
+        groups.append(lambda a, t=t: [pages_point("model", "pages-model", a, pages_argv(cfg, runner, t),
+                                                  {"PCMALLOC_VM_PCP_HIGH": "0"}, threads=t)])
+    points = interleave(groups, ["pcmalloc"], cfg.reps)
+    for p in points:
+        if p.benchmark == "mmap1-wb":
+            p.benchmark = "mmap1-model"
+
+    def render(results):
+        runs = [{"benchmark": r["point"].benchmark, "params": r["point"].params, "lines": r["lines"]}
+                for r in results if r["rc"] == 0]
+        return ("Inputs from white-box runs at 1 thread (`bench_mmap1_wb --threads 1`, `bench_pages --threads 1` "
+                "with `PCMALLOC_VM_PCP_HIGH=0`), checked against the same at 2 threads (medians of %d); model and "
+                "assumptions in `tools/contention_model.py`.\n\n" % cfg.reps + contention_model.report(runs) + "\n")
+    return Plan("model", "Contention model: wait share at N CPUs", points, render)
+
+
 EXPERIMENTS = {
     "peers": (exp_peers, "larson, producer/consumer, mixed+realloc, large, huge, small on every allocator"),
     "idle": (exp_idle, "allocate 1 GB, free, idle: RSS over time on every allocator"),
@@ -549,5 +574,6 @@ EXPERIMENTS = {
     "pcp": (exp_pcp, "seed 001 refill latency per vm.pcp_batch_scale_max 0..6 (pcmalloc)"),
     "zones": (exp_zones, "seed 003 zone instances 1/2/4 (pcmalloc)"),
     "locks": (exp_locks, "seed 004 lock.kind spin/ticket/mcs/mutex at 1x-16x oversubscription (pcmalloc)"),
+    "model": (exp_model, "queueing model of lock wait share: 1-thread inputs, 2-thread check, 224-CPU prediction"),
 }
 
