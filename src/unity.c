@@ -18,6 +18,7 @@
 #include "ctl/ctl.c"
 #include "page/buddy.c"
 #include "page/pcp.c"
+#include "page/release.c"
 #include "page/topology.c"
 #include "page/page_alloc.c"
 #include "page/check.c"

@@ -33,8 +33,14 @@
 	  "zone instances per node (seed 003); -1 = from CPUs and memory")         \
 	X(VM_NUMA_FAKE, "vm.numa_fake", 0, 0, PC_MAX_NODES, 0,                     \
 	  "split the CPUs into N fake nodes, like numa=fake; 0 = real topology")   \
-	X(VM_RELEASE_WATERMARK_KB, "vm.release_watermark_kb", 8192, 0, 1L << 40, 1,\
-	  "free memory a zone keeps resident before it returns pages to the OS")   \
+	X(VM_RELEASE_WATERMARK_KB, "vm.release_watermark_kb", 65536, 0, 1L << 40, 1,\
+	  "dirty free memory a zone may keep whatever its age (floor of the bound)")\
+	X(VM_RELEASE_DELAY_MS, "vm.release_delay_ms", 1000, 0, 1L << 40, 1,        \
+	  "free pages go back to the OS after staying free this long; 0 = at once")\
+	X(VM_RELEASE_THREAD, "vm.release_thread", 0, 0, 1, 1,                      \
+	  "1 = a background thread releases free pages even when the program idles")\
+	X(VM_RELEASE_ADVICE, "vm.release_advice", 0, 0, 1, 1,                      \
+	  "how pages go back: 0 = madvise(MADV_DONTNEED), 1 = MADV_FREE")          \
 	X(LOCK_KIND, "lock.kind", 3, 0, 3, 0,                                      \
 	  "kind of zone lock and list_lock: spin, ticket, mcs, mutex")             \
 	X(STATS_ENABLE, "stats.enable", 0, 0, 1, 1,                                \

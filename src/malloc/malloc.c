@@ -54,6 +54,7 @@ void *malloc_aligned(size_t align, size_t size)
 			errno = ENOMEM;
 	}
 	pc_lock_thread_settle(); /* no lock held here */
+	pc_page_release_thread_poll(); /* likewise */
 	return p;
 }
 
@@ -119,6 +120,7 @@ static PC_NOINLINE void free_slow(void *p, enum block_kind kind, struct pc_page 
 	else
 		bad_pointer("free", p);
 	pc_lock_thread_settle(); /* no lock held here */
+	pc_page_release_thread_poll(); /* likewise */
 	errno = saved;
 }
 

@@ -56,7 +56,10 @@ PC_API int mallopt(int param, int value)
 {
 	switch (param) {
 	case M_TRIM_THRESHOLD:
-		return value >= 0 && pcmalloc_ctl_set("vm.release_watermark_kb", value / 1024) == 0;
+		if (value < 0 || pcmalloc_ctl_set("vm.release_watermark_kb", value / 1024) != 0)
+			return 0;
+		pc_page_release_due(); /* the new bound applies at once */
+		return 1;
 	default:
 		return 0;
 	}

@@ -1,7 +1,8 @@
 /*
  * os/linux.c - the Linux system calls behind os.h: anonymous mappings
  * (mmap, munmap, madvise, mbind), map fault injection, futexes, the clock,
- * thread ids, the environment, small-file reads and stderr.
+ * threads (ids, one helper thread), the environment, small-file reads and
+ * stderr.
  * CPU and NUMA discovery live in os/topology.c, messages in os/message.c.
  *
  * Owns: the fault injection state (one packed atomic word, the two rates of
@@ -21,6 +22,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -198,6 +201,18 @@ int os_release(void *p, size_t size)
 	return madvise(p, size, MADV_DONTNEED);
 }
 
+int os_release_lazy(void *p, size_t size)
+{
+	pc_assert(((uintptr_t)p & (PC_PAGE_SIZE - 1)) == 0);
+	int saved = errno;
+	if (madvise(p, size, MADV_FREE) == 0)
+		return 0;
+	if (errno != EINVAL) /* EINVAL: a kernel before 4.5 */
+		return -1;
+	errno = saved;
+	return madvise(p, size, MADV_DONTNEED);
+}
+
 /*
  * mbind(MPOL_PREFERRED) with a one-word node mask. The kernel drops one bit
  * of maxnode (a historical off-by-one kept for compatibility), so a 64-bit
@@ -287,6 +302,15 @@ void os_futex_wait(_Atomic uint32_t *word, uint32_t expected)
 	errno = saved;
 }
 
+void os_futex_wait_timeout(_Atomic uint32_t *word, uint32_t expected, uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u) };
+	int saved = errno;
+	/* A relative timeout; EAGAIN, EINTR and ETIMEDOUT are plain returns. */
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, &ts, NULL, 0);
+	errno = saved;
+}
+
 int os_futex_wake(_Atomic uint32_t *word, int n)
 {
 	int saved = errno;
@@ -307,6 +331,30 @@ uint64_t os_now_ns(void)
 void os_yield(void)
 {
 	sched_yield();
+}
+
+int os_thread_start(void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int rc = pthread_attr_init(&attr);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits it */
+	pthread_t t;
+	rc = pthread_create(&t, &attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
 }
 
 /* Not cached: a cached id would be wrong in the child after fork(). */

@@ -37,6 +37,11 @@ void *os_remap(void *p, size_t old_size, size_t new_size);
 /* Give the physical pages of [p, p+size) back to the kernel. The mapping
  * stays valid; the next touch faults in a zero page. Returns 0 or -1. */
 int os_release(void *p, size_t size);
+/* Same, lazily (MADV_FREE): the kernel takes the pages only under memory
+ * pressure; until then they stay resident and a touch costs no fault, but
+ * their contents are undefined (old data or zeroes). Falls back to
+ * os_release where the kernel lacks MADV_FREE. Returns 0 or -1. */
+int os_release_lazy(void *p, size_t size);
 /* Bind [p, p+size) to NUMA node `node` (mbind MPOL_PREFERRED). 0 or -1. */
 int os_bind_node(void *p, size_t size, unsigned node);
 /* Physical memory of the machine in bytes (sysconf). */
@@ -102,6 +107,8 @@ PC_INLINE unsigned os_cpu_current(void)
 /* ---- futex ----------------------------------------------------------------- */
 /* Sleep while *word == expected (private futex). Spurious wake-ups happen. */
 void os_futex_wait(_Atomic uint32_t *word, uint32_t expected);
+/* Same, for at most ns nanoseconds. */
+void os_futex_wait_timeout(_Atomic uint32_t *word, uint32_t expected, uint64_t ns);
 /* Wake up to n sleepers on word. Returns the number woken. */
 int os_futex_wake(_Atomic uint32_t *word, int n);
 
@@ -110,6 +117,10 @@ int os_futex_wake(_Atomic uint32_t *word, int n);
 uint64_t os_now_ns(void);
 /* Give up the CPU (sched_yield). */
 void os_yield(void);
+/* Start a detached thread running fn(arg) with every signal blocked (so the
+ * program's signals go to its own threads) and a small stack. 0, or -1 with
+ * errno set. pthread_create allocates: call with no allocator lock held. */
+int os_thread_start(void *(*fn)(void *), void *arg);
 /* Kernel thread id of the caller. */
 uint32_t os_thread_id(void);
 /* getenv() that is safe before libc is fully initialised; NULL if unset. */

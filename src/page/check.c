@@ -15,32 +15,44 @@
 		}                             \
 	} while (0)
 
+/* One block of a free list: its zone, state, order, alignment, coalescing. */
+static bool check_free_block(struct pc_zone *z, struct pc_page *pg, unsigned o, bool dirty_list)
+{
+	struct pc_region *r = pc_page_region(pg);
+	size_t idx = (size_t)(pg - r->pages);
+	CHECK_OR_FAIL(r->zone == z, "zone %u: block of another zone on its list", z->id);
+	CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_BUDDY && pc_pg_order(pg) == o,
+		      "zone %u: order-%u list holds page state %u order %u",
+		      z->id, o, pc_pg_state(pg), pc_pg_order(pg));
+	CHECK_OR_FAIL((pg->mem == PC_MEM_DIRTY) == dirty_list,
+		      "zone %u: order-%u block with mem %u on the %s list", z->id, o, pg->mem,
+		      dirty_list ? "dirty" : "clean");
+	CHECK_OR_FAIL((idx & (((size_t)1 << o) - 1)) == 0,
+		      "zone %u: misaligned order-%u block", z->id, o);
+	if (o < PC_MAX_ORDER) {
+		struct pc_page *b = &r->pages[idx ^ ((size_t)1 << o)];
+		CHECK_OR_FAIL(!(pc_pg_state(b) == PC_PG_BUDDY && pc_pg_order(b) == o),
+			      "zone %u: order-%u buddies both free (not coalesced)", z->id, o);
+	}
+	return true;
+}
+
 /* Free lists: shape, counts and complete coalescing. */
 static bool check_free_areas(struct pc_zone *z, size_t *blocks)
 {
 	size_t free_pages = 0, dirty_pages = 0;
 	for (unsigned o = 0; o <= PC_MAX_ORDER; o++) {
 		size_t n = 0;
-		struct pc_list *it;
-		pc_list_for_each(it, &z->free_area[o].list) {
-			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-			struct pc_region *r = pc_page_region(pg);
-			size_t idx = (size_t)(pg - r->pages);
-			CHECK_OR_FAIL(r->zone == z, "zone %u: block of another zone on its list", z->id);
-			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_BUDDY && pc_pg_order(pg) == o,
-				      "zone %u: order-%u list holds page state %u order %u",
-				      z->id, o, pc_pg_state(pg), pc_pg_order(pg));
-			CHECK_OR_FAIL((idx & (((size_t)1 << o) - 1)) == 0,
-				      "zone %u: misaligned order-%u block", z->id, o);
-			if (o < PC_MAX_ORDER) {
-				struct pc_page *b = &r->pages[idx ^ ((size_t)1 << o)];
-				CHECK_OR_FAIL(!(pc_pg_state(b) == PC_PG_BUDDY && pc_pg_order(b) == o),
-					      "zone %u: order-%u buddies both free (not coalesced)", z->id, o);
+		for (int d = 0; d < 2; d++) {
+			struct pc_list *it, *head = d ? &z->free_area[o].dirty : &z->free_area[o].clean;
+			pc_list_for_each(it, head) {
+				struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+				if (!check_free_block(z, pg, o, d))
+					return false;
+				n++;
+				free_pages += (size_t)1 << o;
+				dirty_pages += d ? (size_t)1 << o : 0;
 			}
-			n++;
-			free_pages += (size_t)1 << o;
-			if (pg->mem == PC_MEM_DIRTY)
-				dirty_pages += (size_t)1 << o;
 		}
 		CHECK_OR_FAIL(n == z->free_area[o].nr_free, "zone %u: order %u nr_free %zu, list %zu",
 			      z->id, o, z->free_area[o].nr_free, n);

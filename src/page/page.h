@@ -10,6 +10,14 @@
  * goes back to the OS with madvise, and a stale read of a freed page (the
  * slab fast path does this, as SLUB does) sees zeroes, never a fault.
  *
+ * Delayed release (release.c): a dirty free block carries the page-clock time
+ * it was freed (freed_ns); it goes back to the OS only once it has stayed
+ * free for vm.release_delay_ms, in batches, from the slow paths of the zone
+ * (frees into the zone, pcp refills and drains) or from the optional
+ * background thread (vm.release_thread). The dirty free memory of a zone is
+ * also bounded: above max(vm.release_watermark_kb, a quarter of the zone's
+ * memory in use) the oldest blocks go at once. pc_page_trim releases all.
+ *
  * Topology: a node has one zone type split into node->nr_zones instances; a
  * CPU prefers instance (its index within its node) % nr_zones. When that one
  * is empty it falls back to a sibling instance of its node that has plenty
@@ -38,6 +46,10 @@
  *     complete);
  *   - zone->free_pages == sum over orders of nr_free[order] << order;
  *   - zone->dirty_pages == sum of the sizes of free blocks with mem DIRTY;
+ *     a block is on free_area[order].dirty iff its mem is DIRTY, and along
+ *     that list freed_ns mostly falls from head to tail (a block split off a
+ *     larger one keeps the larger one's time, so it may sit nearer the head
+ *     than its age says: it is then released later, never earlier);
  *   - pcp->count == sum over its lists of 2^order pages, every page on it has
  *     state PC_PG_PCP.
  */
@@ -53,6 +65,7 @@
 #define PC_REGION_PAGES  (PC_REGION_SIZE >> PC_PAGE_SHIFT)
 #define PC_REGION_TABLE_BITS (47 - PC_REGION_SHIFT) /* user space is 47 bits */
 #define PC_PCP_MAX_ORDER 3 /* orders 0..3 go through the per-CPU lists */
+#define PC_NS_NEVER      UINT64_MAX /* a page-clock time that never comes */
 
 enum pc_page_state {
 	PC_PG_NONE = 0, /* inside a block, or not handed out */
@@ -83,7 +96,7 @@ struct pc_page {
 	uint8_t mem;           /* PC_PG_BUDDY: enum pc_mem, what backs the block */
 	uint8_t flags;         /* owner's */
 	uint32_t aux;          /* owner's */
-	uint64_t reserved;     /* pads the descriptor to 64 bytes */
+	uint64_t freed_ns;     /* PC_PG_BUDDY + DIRTY: page-clock time it was freed */
 } PC_CACHE_ALIGNED;
 
 /*
@@ -133,9 +146,11 @@ struct pc_region {
  * by masking its own address. */
 #define PC_REGION_META_ALIGN ((size_t)2 << 20)
 
+/* Free blocks of one order: dirty ones (maybe resident, newest at the head,
+ * so the oldest, next to release, at the tail) and clean ones. */
 struct pc_free_area {
-	struct pc_list list; /* dirty blocks at the head, clean at the tail */
-	size_t nr_free;
+	struct pc_list dirty, clean;
+	size_t nr_free;      /* blocks on both lists */
 };
 
 /* Per-CPU page lists of one zone (one per possible CPU). */
@@ -168,11 +183,11 @@ struct pc_zone {
 	size_t dirty_pages;    /* under lock */
 	_Atomic size_t free_hint;  /* copies of free_pages and dirty_pages for */
 	_Atomic size_t dirty_hint; /* lock-free looks (fallback, release) */
-	/* zone_maybe_release's adaptive policy (relaxed: heuristics only) */
-	_Atomic uint64_t last_release_ns, thrash_ns;
-	_Atomic size_t retain_pages;      /* dirty pages kept before releasing */
-	_Atomic size_t last_released;     /* pages the last release gave back */
-	_Atomic size_t refaulted;         /* released pages handed out since */
+	/* Page-clock time of the next release pass (relaxed: a hint; a stale
+	 * value runs one pass early or one call late). */
+	_Atomic uint64_t next_pass_ns;
+	_Atomic size_t managed_hint; /* copy of managed_pages, for the bound */
+	_Atomic uint32_t releasing;  /* a release pass runs (release.c) */
 	size_t managed_pages;  /* under lock: pages in all regions */
 	struct pc_region *regions;
 	struct pc_mutex grow_lock;
@@ -208,6 +223,25 @@ void pc_free_pages(void *p, unsigned order);
 size_t pc_page_trim(void);
 /* Drain the per-CPU lists of every zone for every CPU. */
 void pc_page_drain_all(void);
+/* Release, in every zone, the free memory that has stayed free longer than
+ * vm.release_delay_ms (and what exceeds the bound). Returns bytes released.
+ * Called by the release thread; tests call it to force a pass. */
+size_t pc_page_release_due(void);
+/* Start the background release thread if vm.release_thread asks for one and
+ * none runs. Call only with no allocator lock held (it may create a thread,
+ * and pthread_create allocates): the malloc layer calls it from its slow
+ * paths. Cheap when nothing is to be done. */
+void pc_page_release_thread_poll(void);
+/* Whether the background release thread is running, and how many passes it
+ * has finished (for tests: a pass that starts after a change sees it). */
+bool pc_page_release_thread_running(void);
+uint64_t pc_page_release_thread_passes(void);
+
+/* The page clock: CLOCK_MONOTONIC in ns plus an offset that only tests move
+ * (pc_page_clock_advance), so that a test sees "the delay has passed"
+ * without sleeping. Every release decision reads this clock. */
+uint64_t pc_page_clock_ns(void);
+void pc_page_clock_advance(uint64_t ns);
 
 unsigned pc_node_count(void);
 unsigned pc_cpu_node(unsigned cpu);
@@ -270,11 +304,14 @@ void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
 struct pc_page *zone_alloc(struct pc_zone *z, unsigned order);
 void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order);
 bool zone_grow(struct pc_zone *z);
+bool page_stats_on(void);
+void zone_publish_hints_locked(struct pc_zone *z);
+struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order);
+/* "release.c" */
 size_t zone_release(struct pc_zone *z, size_t keep_pages);
 void zone_maybe_release(struct pc_zone *z);
 void zone_release_fork_child(void);
-bool page_stats_on(void);
-void zone_publish_hints_locked(struct pc_zone *z);
+void zone_release_init(void);
 /* "pcp.c" */
 struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order);
 bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order);

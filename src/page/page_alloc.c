@@ -22,10 +22,14 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, unsigned order
 	if (order <= PC_PCP_MAX_ORDER) {
 		struct pc_pcp *pcp = &z->pcp[cpu];
 		if (pc_likely(pc_spin_trylock(&pcp->lock))) {
+			uint64_t refills = pcp->refills;
 			struct pc_page *pg = pcp_alloc(z, pcp, order);
+			bool refilled = pcp->refills != refills;
 			pc_spin_unlock(&pcp->lock);
 			if (pg && page_stats_on())
 				pc_add_relaxed(&z->stats.pcp_hits, 1);
+			if (pc_unlikely(refilled)) /* a slow path: time for a release pass? */
+				zone_maybe_release(z);
 			return pg;
 		}
 		if (page_stats_on())

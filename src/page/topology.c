@@ -81,8 +81,10 @@ static bool zone_setup(struct pc_zone *z, unsigned node, unsigned instance)
 	pc_lock_init(&z->lock, "zone", (enum pc_lock_kind)pc_option(PC_OPT_LOCK_KIND));
 	pc_lock_register(&z->lock, &z->lock_stats);
 	pc_mutex_init(&z->grow_lock);
-	for (unsigned o = 0; o <= PC_MAX_ORDER; o++)
-		pc_list_init(&z->free_area[o].list);
+	for (unsigned o = 0; o <= PC_MAX_ORDER; o++) {
+		pc_list_init(&z->free_area[o].dirty);
+		pc_list_init(&z->free_area[o].clean);
+	}
 	z->node = node;
 	z->instance = instance;
 	z->id = nr_zones;
@@ -119,6 +121,7 @@ static bool page_init_once(void)
 	pc_options_init();
 	pc_option_on_change(PC_OPT_STATS_ENABLE, stats_hook);
 	stats_hook(pc_option(PC_OPT_STATS_ENABLE));
+	zone_release_init();
 	map_cpus();
 	if (build_zones())
 		return true;

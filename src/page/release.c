@@ -1,0 +1,279 @@
+/*
+ * page/release.c - giving free memory back to the OS, after a delay.
+ *
+ * Why a delay: a program that frees memory usually allocates again soon.
+ * Releasing at once (madvise) and faulting the same pages straight back in
+ * costs a system call, a TLB shootdown and a zeroed page per 4 KiB, which is
+ * what dominated the mixed-size workload of issue 9. So a free block that
+ * may be resident (mem DIRTY) carries the page-clock time it was freed, and
+ * goes back only after it has stayed free for vm.release_delay_ms (jemalloc
+ * waits dirty_decay_ms, mimalloc purge_delay, for the same reason). 0 means
+ * at once.
+ *
+ * When: passes run from the zone's slow paths (a free into the zone, a pcp
+ * drain or refill), at most every delay/4 per zone, so that no fast path
+ * reads the clock; and from the background thread (vm.release_thread=1) for
+ * programs that go idle. A pass releases every block freed more than the
+ * delay ago, oldest first, and, whatever its age, what exceeds the bound
+ * max(vm.release_watermark_kb, a quarter of the zone's memory in use), so
+ * that a program that frees most of its memory at once sees its RSS fall
+ * without waiting, and the pool of free resident memory stays bounded.
+ *
+ * How: blocks are taken off the free lists a batch at a time under the zone
+ * lock, released with the lock dropped (madvise is slow; others keep
+ * allocating), and freed back as RELEASED. MADV_DONTNEED (the default) drops
+ * the pages at once, so RSS falls and the next touch faults in a zero page;
+ * MADV_FREE (vm.release_advice=1) lets the kernel take them only under
+ * memory pressure, so a page reused before that costs no fault, but RSS does
+ * not fall until the kernel needs the memory (see docs/pages.md).
+ *
+ * Locking: zone->lock around list changes; the passes of a zone are
+ * serialised by zone->releasing (a try-flag: a second releaser just leaves).
+ * The thread state words are atomics described where they are declared.
+ */
+#define _GNU_SOURCE
+#include "page.h"
+
+#include <errno.h>
+
+/* ---- the page clock --------------------------------------------------- */
+/* Added to CLOCK_MONOTONIC; only tests move it (relaxed: a reader that
+ * misses an advance sees the time a moment earlier, as if it had run then). */
+static _Atomic uint64_t clock_offset_ns;
+
+uint64_t pc_page_clock_ns(void)
+{
+	return os_now_ns() + pc_load_relaxed(&clock_offset_ns);
+}
+
+void pc_page_clock_advance(uint64_t ns)
+{
+	pc_add_relaxed(&clock_offset_ns, ns);
+}
+
+static uint64_t delay_ns(void)
+{
+	return (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
+}
+
+/* Dirty pages a zone may keep whatever their age (see the top comment). */
+static size_t bound_pages(size_t used_pages)
+{
+	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
+	return PC_MAX(mark, used_pages / 4);
+}
+
+/* ---- one release pass --------------------------------------------------- */
+#define RELEASE_BATCH 32 /* blocks per zone-lock hold */
+
+static int release_memory(void *p, size_t bytes)
+{
+	if (pc_option(PC_OPT_VM_RELEASE_ADVICE) == 1)
+		return os_release_lazy(p, bytes);
+	return os_release(p, bytes);
+}
+
+/*
+ * Take up to RELEASE_BATCH blocks: the oldest dirty ones while the zone is
+ * above keep_pages, then those freed before due_before. Under zone->lock.
+ */
+static unsigned take_batch(struct pc_zone *z, uint64_t due_before, size_t keep_pages,
+			   struct pc_page **pages, unsigned *orders)
+{
+	unsigned n = 0;
+	while (n < RELEASE_BATCH) {
+		uint64_t before = z->dirty_pages > keep_pages ? PC_NS_NEVER : due_before;
+		struct pc_page *pg = zone_take_oldest_dirty_locked(z, before, &orders[n]);
+		if (!pg)
+			break;
+		pages[n++] = pg;
+	}
+	return n;
+}
+
+/*
+ * Release the dirty free blocks of z freed before due_before, and more, oldest
+ * first, while more than keep_pages stay dirty (SIZE_MAX: no bound). Returns
+ * the bytes released. Stops at the first madvise failure (mlocked memory).
+ */
+static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t keep_pages)
+{
+	struct pc_page *pages[RELEASE_BATCH];
+	unsigned orders[RELEASE_BATCH];
+	size_t released = 0;
+	int saved = errno; /* free() never changes errno */
+	bool ok = true;
+	while (ok) {
+		pc_lock_acquire(&z->lock);
+		unsigned n = take_batch(z, due_before, keep_pages, pages, orders);
+		zone_publish_hints_locked(z);
+		pc_lock_release(&z->lock);
+		if (n == 0)
+			break;
+		bool done[RELEASE_BATCH];
+		for (unsigned i = 0; i < n; i++) {
+			done[i] = ok && release_memory(pc_page_address(pages[i]), PC_PAGE_SIZE << orders[i]) == 0;
+			ok = done[i];
+			released += done[i] ? PC_PAGE_SIZE << orders[i] : 0;
+		}
+		pc_lock_acquire(&z->lock);
+		for (unsigned i = 0; i < n; i++)
+			zone_free_block_locked(z, pages[i], orders[i], done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY);
+		zone_publish_hints_locked(z);
+		pc_lock_release(&z->lock);
+	}
+	pc_add_relaxed(&z->stats.released_pages, released >> PC_PAGE_SHIFT);
+	pc_add_relaxed(&z->stats.release_calls, released != 0);
+	errno = saved;
+	return released;
+}
+
+/* Release until at most keep_pages of the zone's free pages may be resident,
+ * whatever their age (pc_page_trim passes 0). Returns the bytes released. */
+size_t zone_release(struct pc_zone *z, size_t keep_pages)
+{
+	return zone_release_until(z, PC_NS_NEVER, keep_pages);
+}
+
+/* A pass: what is due, and what exceeds the bound. Sets the next pass time. */
+static size_t zone_release_pass(struct pc_zone *z, uint64_t now)
+{
+	/* Acquire/release: the flag orders nothing but itself (the lists are
+	 * under the zone lock); the orders just make the hand-over explicit. */
+	if (pc_xchg_acquire(&z->releasing, 1))
+		return 0;
+	uint64_t delay = delay_ns();
+	uint64_t due_before = now > delay ? now - delay + 1 : 0;
+	pc_store_relaxed(&z->next_pass_ns, now + delay / 4);
+	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	size_t released = zone_release_until(z, due_before, bound_pages(used));
+	pc_store_release(&z->releasing, 0);
+	return released;
+}
+
+/*
+ * Called after frees into the zone and after pcp refills, with no lock held:
+ * run a pass when one is due or the zone holds more dirty memory than its
+ * bound. Two relaxed loads when nothing is dirty; a stale hint costs one
+ * pass too early or one call too late.
+ */
+void zone_maybe_release(struct pc_zone *z)
+{
+	size_t dirty = pc_load_relaxed(&z->dirty_hint);
+	if (pc_likely(dirty == 0))
+		return;
+	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	uint64_t now = pc_page_clock_ns();
+	if (now < pc_load_relaxed(&z->next_pass_ns) && dirty <= bound_pages(used))
+		return;
+	zone_release_pass(z, now);
+}
+
+size_t pc_page_release_due(void)
+{
+	size_t released = 0;
+	if (!pc_page_try_init())
+		return 0;
+	uint64_t now = pc_page_clock_ns();
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		released += zone_release_pass(pc_zone_get(i), now);
+	return released;
+}
+
+/* ---- the background thread ------------------------------------------------ */
+/*
+ * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
+ * the poll that wins the compare-and-swap, back to 0 by the thread as it
+ * exits (or by the poll whose start failed, or in a fork child, where the
+ * thread does not exist). thread_wake: a futex word the thread sleeps on;
+ * bumped when an option it reads changes, so that it notices at once.
+ * retry_ns: after a failed start, no new try before this page-clock time.
+ */
+static _Atomic uint32_t thread_state, thread_wake;
+static _Atomic uint64_t retry_ns;
+static _Atomic uint64_t thread_passes; /* passes the thread has finished */
+
+/* Sleep between passes: a quarter of the delay, within [10 ms, 1 s]. */
+static uint64_t thread_interval_ns(void)
+{
+	return PC_MIN(PC_MAX(delay_ns() / 4, (uint64_t)10000000u), (uint64_t)1000000000u);
+}
+
+static void *release_thread_main(void *arg)
+{
+	(void)arg;
+	while (pc_option(PC_OPT_VM_RELEASE_THREAD) != 0) {
+		/* Relaxed: the futex compares the word itself, so a wake between
+		 * this load and the wait makes the wait return at once. */
+		uint32_t seen = pc_load_relaxed(&thread_wake);
+		pc_page_release_due();
+		pc_add_relaxed(&thread_passes, 1);
+		if (pc_option(PC_OPT_VM_RELEASE_THREAD) == 0)
+			break;
+		os_futex_wait_timeout(&thread_wake, seen, thread_interval_ns());
+	}
+	/* Release: a poll that sees 0 may start a new thread at once. */
+	pc_store_release(&thread_state, 0);
+	return NULL;
+}
+
+/* Option hooks: wake the thread so it re-reads the delay or exits. Never
+ * start it here: hooks also run inside start-up, where a thread (and the
+ * malloc inside pthread_create) would deadlock on the once-init. */
+static void wake_thread(long value)
+{
+	(void)value;
+	pc_add_relaxed(&thread_wake, 1); /* relaxed: see release_thread_main */
+	os_futex_wake(&thread_wake, 1);
+}
+
+/* A new delay: every zone's next pass is due now (a shorter delay must not
+ * wait for a pass planned under the longer one), and the thread wakes. */
+static void delay_changed(long value)
+{
+	for (unsigned i = 0; i < pc_zone_count(); i++) /* none yet at start-up */
+		pc_store_relaxed(&pc_zone_get(i)->next_pass_ns, 0);
+	wake_thread(value);
+}
+
+void zone_release_init(void)
+{
+	pc_option_on_change(PC_OPT_VM_RELEASE_THREAD, wake_thread);
+	pc_option_on_change(PC_OPT_VM_RELEASE_DELAY_MS, delay_changed);
+}
+
+void pc_page_release_thread_poll(void)
+{
+	if (pc_likely(pc_option(PC_OPT_VM_RELEASE_THREAD) == 0))
+		return;
+	if (pc_likely(pc_load_relaxed(&thread_state) != 0))
+		return;
+	if (pc_page_clock_ns() < pc_load_relaxed(&retry_ns))
+		return;
+	uint32_t expected = 0;
+	/* Acquire: pairs with the exiting thread's release store. */
+	if (!pc_cas_strong_acquire(&thread_state, &expected, 1))
+		return;
+	if (os_thread_start(release_thread_main, NULL) != 0) {
+		pc_store_relaxed(&retry_ns, pc_page_clock_ns() + 1000000000u);
+		pc_store_release(&thread_state, 0);
+	}
+}
+
+uint64_t pc_page_release_thread_passes(void)
+{
+	return pc_load_relaxed(&thread_passes);
+}
+
+bool pc_page_release_thread_running(void)
+{
+	return pc_load_acquire(&thread_state) != 0; /* pairs with the thread's exit */
+}
+
+/* In a fork child: no thread, no releaser of the parent exists there. */
+void zone_release_fork_child(void)
+{
+	pc_store_relaxed(&thread_state, 0);
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		pc_store_relaxed(&pc_zone_get(i)->releasing, 0);
+}

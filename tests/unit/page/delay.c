@@ -1,0 +1,241 @@
+/*
+ * tests/unit/page/delay.c - free pages go back to the OS only after
+ * vm.release_delay_ms, and the knobs around it work live.
+ *
+ * No verdict here depends on timing: the delay is set to an hour (so real
+ * time never reaches it during the test) and the test moves the page clock
+ * forward (pc_page_clock_advance) to make "the delay has passed" true, then
+ * forces a release pass (pc_page_release_due). The bound (the watermark) is
+ * raised to 1 GiB except where the test is about it. Blocks are of order
+ * PC_MAX_ORDER, which bypass the per-CPU lists, so every free reaches the
+ * zone at once.
+ *
+ *  reuse_within_delay   64 MiB touched, freed, allocated and touched again
+ *                       before the delay: nothing released, and the second
+ *                       touch takes (almost) no minor faults (getrusage).
+ *  released_after_delay half the delay later a pass releases nothing; past
+ *                       the delay it releases all of it, RSS falls, and the
+ *                       next touch faults every page in again.
+ *  delay_zero           vm.release_delay_ms=0 set live: each free releases.
+ *  bound_oldest_first   watermark 8 MiB, 64 MiB freed: the zone keeps at most
+ *                       the bound, and what it released is the oldest.
+ *  trim_at_once         pc_page_trim releases everything, delay or not.
+ *  thread_live          vm.release_thread turned on live: the thread starts
+ *                       at the next poll, releases what is due once the clock
+ *                       passes the delay (waits for two finished passes: the
+ *                       second began after the clock moved), stops when the
+ *                       option goes back to 0, and starts again.
+ *  lazy_advice          vm.release_advice=1 (MADV_FREE): a pass still takes
+ *                       the pages off the dirty count and they are reusable.
+ * PC_TEST_LABELS: tsan
+ */
+#define _GNU_SOURCE
+#include "page/page.h"
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#include <sys/resource.h>
+
+#define MiB ((size_t)1 << 20)
+#define BLOCK (PC_PAGE_SIZE << PC_MAX_ORDER)
+#define NBLOCKS 16 /* 64 MiB */
+#define HOUR_MS 3600000L
+#define DELAY_NS ((uint64_t)HOUR_MS * 1000000u)
+
+static char *blocks[NBLOCKS];
+
+static size_t dirty_total(void)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		pc_lock_acquire(&z->lock);
+		n += z->dirty_pages;
+		pc_lock_release(&z->lock);
+	}
+	return n;
+}
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
+	return ru.ru_minflt;
+}
+
+static void alloc_touch(int pattern)
+{
+	for (int i = 0; i < NBLOCKS; i++) {
+		blocks[i] = pc_alloc_pages(PC_MAX_ORDER);
+		REQUIRE(blocks[i] != NULL);
+		memset(blocks[i], pattern, BLOCK);
+	}
+}
+
+static void free_all(void)
+{
+	for (int i = 0; i < NBLOCKS; i++)
+		pc_free_pages(blocks[i], PC_MAX_ORDER);
+}
+
+/* Start every test from a zone with nothing dirty and the default knobs
+ * replaced by "an hour" and "1 GiB". */
+static void reset(void)
+{
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS);
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1L << 20);
+	set_opt(PC_OPT_VM_RELEASE_ADVICE, 0);
+	pc_page_trim();
+	REQUIRE(dirty_total() == 0);
+}
+
+TEST(reuse_within_delay)
+{
+	reset();
+	alloc_touch(0x11);
+	free_all();
+	CHECK(dirty_total() >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT));
+	CHECK_EQ(pc_page_release_due(), 0); /* nothing is due yet */
+	long f0 = minor_faults();
+	alloc_touch(0x22); /* the dirty blocks come first: resident, no faults */
+	long faults = minor_faults() - f0;
+	CHECK(faults < (long)(NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)) / 16);
+	if (faults >= (long)(NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)) / 16)
+		fprintf(stderr, "  %ld minor faults reusing %d blocks\n", faults, NBLOCKS);
+	free_all();
+	CHECK(pc_page_check());
+}
+
+TEST(released_after_delay)
+{
+	reset();
+	alloc_touch(0x33);
+	free_all();
+	size_t dirty = dirty_total();
+	size_t r1 = os_resident_bytes();
+	pc_page_clock_advance(DELAY_NS / 2);
+	CHECK_EQ(pc_page_release_due(), 0);
+	CHECK_EQ(dirty_total(), dirty);
+	pc_page_clock_advance(DELAY_NS / 2 + 1000000);
+	size_t released = pc_page_release_due();
+	CHECK(released >= NBLOCKS * BLOCK);
+	CHECK_EQ(dirty_total(), 0);
+	CHECK(os_resident_bytes() + 48 * MiB <= r1);
+	long f0 = minor_faults();
+	alloc_touch(0x44); /* released: every page faults in again */
+	CHECK(minor_faults() - f0 >= (long)(NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)) / 2);
+	free_all();
+	CHECK(pc_page_check());
+}
+
+TEST(delay_zero)
+{
+	reset();
+	alloc_touch(0x55);
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 0); /* live */
+	for (int i = 0; i < NBLOCKS; i++) {
+		pc_free_pages(blocks[i], PC_MAX_ORDER);
+		CHECK_EQ(dirty_total(), 0);
+	}
+	CHECK(pc_page_check());
+}
+
+TEST(bound_oldest_first)
+{
+	reset();
+	alloc_touch(0x66);
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192); /* bound: 2048 pages */
+	for (int i = 0; i < NBLOCKS; i++) {
+		pc_page_clock_advance(1000000); /* 1 ms apart: a strict age order */
+		pc_free_pages(blocks[i], PC_MAX_ORDER);
+	}
+	CHECK(dirty_total() <= 2048);
+	/* The newest block is the one kept; the first freed was released. */
+	struct pc_page *first = pc_page_of(blocks[0]), *last = pc_page_of(blocks[NBLOCKS - 1]);
+	CHECK_EQ(pc_pg_state(first), PC_PG_BUDDY);
+	CHECK_EQ(first->mem, PC_MEM_RELEASED);
+	CHECK_EQ(pc_pg_state(last), PC_PG_BUDDY);
+	CHECK_EQ(last->mem, PC_MEM_DIRTY);
+	CHECK(pc_page_check());
+}
+
+TEST(trim_at_once)
+{
+	reset();
+	alloc_touch(0x77);
+	free_all();
+	size_t dirty = dirty_total();
+	CHECK(dirty >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT));
+	CHECK_EQ(pc_page_trim(), dirty << PC_PAGE_SHIFT);
+	CHECK_EQ(dirty_total(), 0);
+}
+
+/* Wait (no time limit: the verdict never depends on how long) until the
+ * thread has finished two more passes than now. */
+static void wait_two_passes(void)
+{
+	uint64_t p0 = pc_page_release_thread_passes();
+	while (pc_page_release_thread_passes() < p0 + 2) {
+		set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS); /* wakes the thread */
+		usleep(1000);
+	}
+}
+
+TEST(thread_live)
+{
+	reset();
+	CHECK(!pc_page_release_thread_running());
+	pc_page_release_thread_poll(); /* option off: no thread */
+	CHECK(!pc_page_release_thread_running());
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 1);
+	pc_page_release_thread_poll();
+	CHECK(pc_page_release_thread_running());
+	alloc_touch(0x88);
+	free_all();
+	wait_two_passes();
+	CHECK(dirty_total() >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)); /* not due yet */
+	pc_page_clock_advance(DELAY_NS + 1000000);
+	wait_two_passes();
+	CHECK_EQ(dirty_total(), 0); /* the thread released it, nobody else ran */
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	while (pc_page_release_thread_running())
+		usleep(1000);
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 1); /* and again */
+	pc_page_release_thread_poll();
+	CHECK(pc_page_release_thread_running());
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	while (pc_page_release_thread_running())
+		usleep(1000);
+	CHECK(pc_page_check());
+}
+
+TEST(lazy_advice)
+{
+	reset();
+	set_opt(PC_OPT_VM_RELEASE_ADVICE, 1);
+	alloc_touch(0x99);
+	free_all();
+	size_t dirty = dirty_total();
+	pc_page_clock_advance(DELAY_NS + 1000000);
+	CHECK_EQ(pc_page_release_due(), dirty << PC_PAGE_SHIFT);
+	CHECK_EQ(dirty_total(), 0);
+	alloc_touch(0xaa); /* usable again, whatever the kernel did */
+	for (int i = 0; i < NBLOCKS; i++)
+		CHECK_EQ((unsigned char)blocks[i][BLOCK - 1], 0xaa);
+	free_all();
+	set_opt(PC_OPT_VM_RELEASE_ADVICE, 0);
+	CHECK(pc_page_check());
+}
+
+int main(void)
+{
+	pc_page_init();
+	RUN(reuse_within_delay);
+	RUN(released_after_delay);
+	RUN(delay_zero);
+	RUN(bound_oldest_first);
+	RUN(trim_at_once);
+	RUN(thread_live);
+	RUN(lazy_advice);
+	return test_report();
+}
