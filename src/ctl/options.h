@@ -28,7 +28,9 @@
 	X(VM_PCP_BATCH, "vm.pcp_batch", 16, 1, 4096, 1,                            \
 	  "pages moved per PCP refill/drain before scaling")                       \
 	X(VM_PCP_HIGH, "vm.pcp_high", 2048, 0, 1 << 20, 1,                         \
-	  "pages a per-CPU list may hold before it drains to the zone")            \
+	  "most pages a per-CPU list may hold (its high grows up to this)")        \
+	X(VM_PCP_HIGH_MIN, "vm.pcp_high_min", 64, 0, 1 << 20, 1,                   \
+	  "pages a per-CPU list may always hold; its high decays back to this")    \
 	X(VM_ZONE_INSTANCES, "vm.zone_instances", -1, -1, 64, 0,                   \
 	  "zone instances per node (seed 003); -1 = from CPUs and memory")         \
 	X(VM_NUMA_FAKE, "vm.numa_fake", 0, 0, PC_MAX_NODES, 0,                     \

@@ -64,7 +64,7 @@
 #define PC_REGION_SIZE   ((size_t)1 << PC_REGION_SHIFT)
 #define PC_REGION_PAGES  (PC_REGION_SIZE >> PC_PAGE_SHIFT)
 #define PC_REGION_TABLE_BITS (47 - PC_REGION_SHIFT) /* user space is 47 bits */
-#define PC_PCP_MAX_ORDER 3 /* orders 0..3 go through the per-CPU lists */
+#define PC_PCP_MAX_ORDER 6 /* orders 0..6 (up to 256 KiB) go through the per-CPU lists */
 #define PC_NS_NEVER      UINT64_MAX /* a page-clock time that never comes */
 
 enum pc_page_state {
@@ -157,6 +157,8 @@ struct pc_free_area {
 struct pc_pcp {
 	struct pc_spin lock;     /* try-locked only */
 	int count;               /* pages on the lists */
+	int high;                /* drain above this; in [high_min, vm.pcp_high] */
+	uint64_t refills_at_drain; /* refills when it last drained */
 	uint8_t alloc_factor;    /* refill batch = batch << factor (<= scale_max) */
 	uint8_t free_factor;     /* drain batch = batch << factor (<= scale_max) */
 	struct pc_list lists[PC_PCP_MAX_ORDER + 1];
@@ -317,6 +319,7 @@ struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
 bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order);
 void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages);
 void pcp_init(struct pc_pcp *pcp);
+void pcp_decay(struct pc_zone *z);
 /* "topology.c" */
 bool page_numa_bind(void);
 

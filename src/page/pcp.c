@@ -13,8 +13,19 @@
  * run-time change of vm.pcp_batch_scale_max takes effect at the next batch:
  * 0 keeps each zone-lock hold short (latency), 5 amortises it (throughput).
  *
- * Every function here but pcp_init runs with pcp->lock held: try-locked by
- * allocation and free, locked outright by draining (pc_page_drain_all).
+ * High (kernel: pcp->high, sized to use and decaying): each pcp drains
+ * above its own `high`, which starts at vm.pcp_high_min. A drain that comes
+ * after a refill since the previous drain means the CPU cycles pages through
+ * its list (allocates and frees alike): high grows by one batch, up to
+ * vm.pcp_high, so that the cycle stays off the zone lock. A CPU that only
+ * frees, or stops, keeps a small list: every release pass (release.c) takes
+ * an eighth off each high, down to vm.pcp_high_min, and drains the excess
+ * (pcp_decay). A small program thus holds vm.pcp_high_min pages per CPU, not
+ * vm.pcp_high.
+ *
+ * Every function here but pcp_init and pcp_decay runs with pcp->lock held:
+ * try-locked by allocation and free, locked outright by draining
+ * (pc_page_drain_all).
  */
 #include "page.h"
 
@@ -22,9 +33,20 @@ void pcp_init(struct pc_pcp *pcp)
 {
 	pc_spin_init(&pcp->lock);
 	pcp->count = 0;
+	pcp->high = 0; /* raised to the floor at first use (pcp_high) */
 	pcp->alloc_factor = pcp->free_factor = 0;
 	for (unsigned o = 0; o <= PC_PCP_MAX_ORDER; o++)
 		pc_list_init(&pcp->lists[o]);
+}
+
+/* The pcp's high, clamped to [min(vm.pcp_high_min, vm.pcp_high), vm.pcp_high]
+ * (both may change at run time). */
+static int pcp_high(struct pc_pcp *pcp)
+{
+	int max = (int)pc_option(PC_OPT_VM_PCP_HIGH);
+	int min = PC_MIN((int)pc_option(PC_OPT_VM_PCP_HIGH_MIN), max);
+	pcp->high = PC_MIN(PC_MAX(pcp->high, min), max);
+	return pcp->high;
 }
 
 static unsigned scale_max(void)
@@ -36,7 +58,7 @@ static unsigned scale_max(void)
 static int refill_blocks(struct pc_pcp *pcp, unsigned order)
 {
 	int batch = (int)pc_option(PC_OPT_VM_PCP_BATCH);
-	int high = (int)pc_option(PC_OPT_VM_PCP_HIGH);
+	int high = pcp_high(pcp);
 	unsigned cap = scale_max();
 	int base = PC_MAX(batch >> order, 2);
 	int room = high > pcp->count ? (high - pcp->count) >> order : 0;
@@ -135,13 +157,20 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
  * whether it drained (the zone's free memory then grew). */
 bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order)
 {
-	int high = (int)pc_option(PC_OPT_VM_PCP_HIGH);
+	int high = pcp_high(pcp); /* the options may change at run time */
 
 	pc_pg_set_order(pg, order); /* before the state: see pc_pg_set_state */
 	pc_pg_set_state(pg, PC_PG_PCP);
 	pc_list_add(&pg->list, &pcp->lists[order]);
 	pcp->count += 1 << order;
 	if (pc_likely(pcp->count <= high))
+		return false;
+	if (pcp->refills != pcp->refills_at_drain) { /* cycling: room for a batch more */
+		pcp->refills_at_drain = pcp->refills;
+		pcp->high = high = PC_MIN(high + (int)pc_option(PC_OPT_VM_PCP_BATCH),
+					  (int)pc_option(PC_OPT_VM_PCP_HIGH));
+	}
+	if (pcp->count <= high)
 		return false;
 
 	unsigned cap = scale_max();
@@ -153,4 +182,23 @@ bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigne
 	pcp->alloc_factor >>= 1;
 	pcp_drain_locked(z, pcp, PC_MAX(batch, pcp->count - high));
 	return true;
+}
+
+/*
+ * Decay: take an eighth off the high of every pcp of z (not below the floor)
+ * and drain what each holds above it. Called from release passes, with no
+ * lock held; a pcp whose lock is busy is skipped until the next pass.
+ */
+void pcp_decay(struct pc_zone *z)
+{
+	for (unsigned c = 0; c < os_cpu_count(); c++) {
+		struct pc_pcp *pcp = &z->pcp[c];
+		if (!pc_spin_trylock(&pcp->lock))
+			continue;
+		pcp->high -= pcp->high / 8;
+		int high = pcp_high(pcp);
+		if (pcp->count > high)
+			pcp_drain_locked(z, pcp, pcp->count - high);
+		pc_spin_unlock(&pcp->lock);
+	}
 }

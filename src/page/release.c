@@ -19,6 +19,9 @@
  * that a program that frees most of its memory at once sees its RSS fall
  * without waiting, and the pool of free resident memory stays bounded.
  *
+ * Each pass also lets the per-CPU lists of the zone decay (pcp_decay in
+ * pcp.c), so that what a CPU no longer cycles reaches the zone and ages here.
+ *
  * How: blocks are taken off the free lists a batch at a time under the zone
  * lock, released with the lock dropped (madvise is slow; others keep
  * allocating), and freed back as RELEASED. MADV_DONTNEED (the default) drops
@@ -142,6 +145,7 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now)
 	 * under the zone lock); the orders just make the hand-over explicit. */
 	if (pc_xchg_acquire(&z->releasing, 1))
 		return 0;
+	pcp_decay(z); /* per-CPU lists shrink towards their floor first */
 	uint64_t delay = delay_ns();
 	uint64_t due_before = now > delay ? now - delay + 1 : 0;
 	pc_store_relaxed(&z->next_pass_ns, now + delay / 4);

@@ -40,13 +40,22 @@ TEST(small_blocks_come_from_their_class_cache)
 	}
 }
 
+/* Medium blocks (up to 2^PC_PCP_MAX_ORDER pages) are whole power-of-two
+ * blocks (malloc/large.c says why); larger ones exact page counts. */
+static size_t large_usable_expected(size_t size)
+{
+	size_t pages = pc_align_up(size, PC_PAGE_SIZE) >> PC_PAGE_SHIFT;
+	size_t pow2 = (size_t)1 << (pages <= 1 ? 0 : pc_log2(pages - 1) + 1);
+	return (pow2 <= ((size_t)1 << PC_PCP_MAX_ORDER) ? pow2 : pages) << PC_PAGE_SHIFT;
+}
+
 TEST(large_blocks_are_exact_page_counts)
 {
 	for (size_t size = PC_SMALL_MAX + 1; size <= PC_LARGE_MAX; size = size * 5 / 4) {
 		char *p = pc_malloc(size);
 		REQUIRE(p);
 		CHECK(pc_page_of(p)->state == PC_PG_LARGE);
-		CHECK_EQ(pc_malloc_usable_size(p), pc_align_up(size, PC_PAGE_SIZE));
+		CHECK_EQ(pc_malloc_usable_size(p), large_usable_expected(size));
 		memset(p, 0x5a, size);
 		pc_free(p);
 	}
@@ -69,14 +78,36 @@ TEST(huge_blocks_have_their_own_mapping)
 
 TEST(realloc_shrinks_large_in_place)
 {
+	char *p = pc_malloc(128 * PC_PAGE_SIZE);
+	REQUIRE(p);
+	memset(p, 7, 128 * PC_PAGE_SIZE);
+	char *q = pc_realloc(p, 80 * PC_PAGE_SIZE);
+	CHECK(q == p);
+	CHECK_EQ(pc_malloc_usable_size(q), 80 * PC_PAGE_SIZE);
+	CHECK(q[80 * PC_PAGE_SIZE - 1] == 7);
+	pc_free(q);
+	CHECK(pc_page_check());
+}
+
+/* A medium block stays whole while more than half of it is asked for, and
+ * moves to a smaller block below that, contents kept. */
+TEST(realloc_medium)
+{
 	char *p = pc_malloc(64 * PC_PAGE_SIZE);
 	REQUIRE(p);
-	memset(p, 7, 64 * PC_PAGE_SIZE);
+	memset(p, 9, 64 * PC_PAGE_SIZE);
 	char *q = pc_realloc(p, 40 * PC_PAGE_SIZE);
 	CHECK(q == p);
-	CHECK_EQ(pc_malloc_usable_size(q), 40 * PC_PAGE_SIZE);
-	CHECK(q[40 * PC_PAGE_SIZE - 1] == 7);
-	pc_free(q);
+	CHECK_EQ(pc_malloc_usable_size(q), 64 * PC_PAGE_SIZE);
+	char *r = pc_realloc(q, 20 * PC_PAGE_SIZE);
+	REQUIRE(r);
+	CHECK(r != q);
+	CHECK_EQ(pc_malloc_usable_size(r), 32 * PC_PAGE_SIZE);
+	size_t bad = 0;
+	for (size_t i = 0; i < 20 * PC_PAGE_SIZE; i++)
+		bad += r[i] != 9;
+	CHECK_EQ(bad, 0);
+	pc_free(r);
 	CHECK(pc_page_check());
 }
 
@@ -88,5 +119,6 @@ int main(void)
 	RUN(large_blocks_are_exact_page_counts);
 	RUN(huge_blocks_have_their_own_mapping);
 	RUN(realloc_shrinks_large_in_place);
+	RUN(realloc_medium);
 	return test_report();
 }

@@ -7,7 +7,8 @@
  * The thread is pinned to CPU 0 so that os_cpu_current() is stable and every
  * order-0 allocation and free goes through pc_zone_preferred(0)->pcp[0].
  * Start-up options: vm.pcp_batch=4, vm.pcp_high=100000 (no drains while
- * allocating), vm.pcp_batch_scale_max=3, stats.enable=1.
+ * allocating) with vm.pcp_high_min as high (a fixed high, whatever the use),
+ * vm.pcp_batch_scale_max=3, stats.enable=1.
  *
  * Refill sizes are read from pcp->last_refill each time pcp->refills moves;
  * drain sizes from pcp->last_drain each time pcp->drains moves.
@@ -352,6 +353,8 @@ int main(void)
 {
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH, BATCH, true) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_HIGH, 100000, true) == 0);
+	/* The floor as high as the cap: every pcp's high is vm.pcp_high. */
+	REQUIRE(pc_option_set(PC_OPT_VM_PCP_HIGH_MIN, 1 << 20, true) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH_SCALE_MAX, 3, true) == 0);
 	REQUIRE(pc_option_set(PC_OPT_STATS_ENABLE, 1, true) == 0);
 	pc_page_init();
