@@ -29,5 +29,6 @@
 #include "malloc/init.c"
 #include "malloc/large.c"
 #include "malloc/huge.c"
+#include "malloc/huge_table.c"
 #include "malloc/malloc.c"
 #include "malloc/override.c"

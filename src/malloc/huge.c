@@ -4,6 +4,10 @@
  * at once on free so that the memory and the address space go back to the
  * OS immediately, and resized with mremap.
  *
+ * Every live huge block is in the table of huge_table.c: huge_header reads a
+ * header only after the table says the pointer is a live huge block, so a
+ * foreign pointer (page aligned, in no region) is never dereferenced.
+ *
  * Counters are relaxed atomics (statistics for mallinfo2).
  */
 #include "malloc.h"
@@ -35,6 +39,10 @@ void *huge_alloc(size_t size, size_t align)
 	h->map_base = base;
 	h->map_size = PC_PAGE_SIZE + data;
 	h->align = align;
+	if (!huge_table_insert(user)) { /* after the header: see the table */
+		os_unmap(base, h->map_size);
+		return NULL;
+	}
 	pc_add_relaxed(&huge_mapped, h->map_size);
 	pc_add_relaxed(&huge_blocks, 1);
 	return user;
@@ -43,20 +51,23 @@ void *huge_alloc(size_t size, size_t align)
 /* The header of a huge block, or NULL if p cannot be one. */
 const struct pc_huge_header *huge_header(const void *p)
 {
-	if (!p || ((uintptr_t)p & (PC_PAGE_SIZE - 1)))
+	if (!p || ((uintptr_t)p & (PC_PAGE_SIZE - 1)) || !huge_table_contains(p))
 		return NULL;
 	const struct pc_huge_header *h = (const void *)((const char *)p - PC_PAGE_SIZE);
 	return h->magic == PC_HUGE_MAGIC && h->map_base == (const void *)h ? h : NULL;
 }
 
-void huge_free(void *p)
+bool huge_free(void *p)
 {
+	if (!huge_table_remove(p)) /* a racing free of the same block won */
+		return false;
 	struct pc_huge_header *h = (struct pc_huge_header *)(void *)((char *)p - PC_PAGE_SIZE);
 	size_t size = h->map_size;
 	h->magic = 0;
 	pc_sub_relaxed(&huge_mapped, size);
 	pc_sub_relaxed(&huge_blocks, 1);
 	os_unmap(h, size);
+	return true;
 }
 
 size_t huge_usable(const void *p)
@@ -76,8 +87,14 @@ void *huge_realloc(void *p, size_t size)
 	struct pc_huge_header *n = os_remap(h, old, total);
 	if (!n)
 		return NULL;
+	char *q = (char *)n + PC_PAGE_SIZE;
+	if (n != h) { /* moved: the table follows (the old address is unmapped) */
+		huge_table_remove(p);
+		if (!huge_table_insert(q))
+			pc_fatal("realloc(%p): the table of huge blocks is full", p);
+	}
 	n->map_base = n;
 	n->map_size = total;
 	pc_add_relaxed(&huge_mapped, total - old); /* wraps correctly when shrinking */
-	return (char *)n + PC_PAGE_SIZE;
+	return q;
 }

@@ -115,9 +115,7 @@ static PC_NOINLINE void free_slow(void *p, enum block_kind kind, struct pc_page 
 	int saved = errno;
 	if (kind == BLOCK_LARGE)
 		large_free(pg, p);
-	else if (kind == BLOCK_HUGE)
-		huge_free(p);
-	else
+	else if (kind != BLOCK_HUGE || !huge_free(p))
 		bad_pointer("free", p);
 	pc_lock_thread_settle(); /* no lock held here */
 	pc_page_release_thread_poll(); /* likewise */

@@ -11,8 +11,13 @@
  *          unmapped at free, resized with mremap.
  *
  * Which kind a pointer is: its page descriptor (pc_page_of) says SLAB/TAIL
- * (small) or LARGE; a pointer in no region is huge, and its header page
- * carries a magic number that free checks before trusting it.
+ * (small) or LARGE; a pointer in no region is huge only if the table of live
+ * huge blocks (huge_table.c) holds it. huge_header() is the safe lookup: it
+ * never reads memory we did not map (a foreign page-aligned pointer gets
+ * NULL without its "header page" being touched), and it is lock-free, so it
+ * may be called from any context, fork handlers and signal handlers
+ * included. huge_table_remove() is the claim of a free: of two frees of
+ * one block exactly one gets true.
  *
  * Locks: none of its own (huge blocks keep relaxed atomic counters); the
  * layers below do the locking. Start-up: pc_malloc_init() creates the size-class caches once,
@@ -65,12 +70,18 @@ size_t large_usable(const struct pc_page *pg);
 bool large_shrink_in_place(struct pc_page *pg, void *p, size_t new_size);
 /* "huge.c" */
 void *huge_alloc(size_t size, size_t align);
-void huge_free(void *p);
+/* false if p was not (or no longer) a live huge block: a double free. */
+bool huge_free(void *p);
 size_t huge_usable(const void *p);
 void *huge_realloc(void *p, size_t size);
 const struct pc_huge_header *huge_header(const void *p);
 size_t huge_bytes_mapped(void);
 size_t huge_count(void);
+/* "huge_table.c": the set of live huge blocks (user pointers). insert fails
+ * when the table cannot be mapped or is locally full. */
+bool huge_table_insert(const void *p);
+bool huge_table_contains(const void *p);
+bool huge_table_remove(const void *p);
 /* "malloc.c" */
 void *malloc_aligned(size_t align, size_t size);
 void malloc_reclaim(void);
