@@ -9,6 +9,7 @@
 #include "os/topology.c"
 #include "os/message.c"
 #include "os/physmem.c"
+#include "os/lifecycle.c"
 #include "lock/spin.c"
 #include "lock/ticket.c"
 #include "lock/mcs.c"

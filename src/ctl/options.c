@@ -144,14 +144,8 @@ static void parse_option_list(const char *list)
 	}
 }
 
-void pc_options_init(void)
+static bool options_init_once(void)
 {
-	static _Atomic int done;
-	int expected = 0;
-	/* Only the first caller applies the environment; a racing caller may
-	 * return before it is applied, which options tolerate (see options.h). */
-	if (!pc_cas_strong_acq_rel(&done, &expected, 1))
-		return;
 	const char *list = os_getenv("PCMALLOC_OPTIONS");
 	if (list)
 		parse_option_list(list);
@@ -162,4 +156,12 @@ void pc_options_init(void)
 		if (value)
 			apply_setting(option_table[i].name, strlen(option_table[i].name), value);
 	}
+	return true;
+}
+
+/* Once (lifecycle.c): a racing caller waits until the environment is in. */
+void pc_options_init(void)
+{
+	static _Atomic uint32_t state;
+	pc_once(&state, options_init_once);
 }

@@ -401,26 +401,17 @@ void pc_lock_fork_child(void)
 	pc_mutex_fork_child();
 }
 
-/* States of pc_once_try: 0 not done, 1 running, 2 done. */
-bool pc_once_try(_Atomic uint32_t *state, bool (*init)(void))
+/* The lock layer's lifecycle: registered from a constructor, since the
+ * layer has no init of its own (locks are zero-initialised or pc_lock_init'ed
+ * by the layers above). */
+static const struct pc_life lock_life = {
+	.name = "lock",
+	.rank = PC_LIFE_RANK_LOCK,
+	.postfork_child = pc_lock_fork_child,
+	.thread_exit = pc_lock_thread_exit,
+};
+
+__attribute__((constructor(101))) static void lock_life_register(void)
 {
-	for (;;) {
-		/* Acquire: pairs with the release below, so what init() wrote is
-		 * visible to every caller that sees 2. */
-		uint32_t s = pc_load_acquire(state);
-		if (pc_likely(s == 2))
-			return true;
-		if (s == 0) {
-			if (!pc_cas_strong_acquire(state, &s, 1))
-				continue;
-			bool ok = init();
-			/* Release: publishes init()'s writes with the state. */
-			pc_store_release(state, ok ? 2 : 0);
-			return ok;
-		}
-		while (pc_load_acquire(state) == 1)
-			os_yield();
-		if (pc_load_acquire(state) == 0)
-			return false; /* the initialiser failed; a later call retries */
-	}
+	pc_life_register(&lock_life);
 }

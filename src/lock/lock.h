@@ -227,35 +227,14 @@ void pc_lock_register(struct pc_lock *l, struct pc_lock_stats *stats);
 void pc_lock_foreach(void (*fn)(struct pc_lock *l, void *arg), void *arg);
 
 /* The calling thread exits: give back its per-thread lock resources (its
- * pc_mutex spin queue node). It must hold no lock. Optional. */
+ * pc_mutex spin queue node). It must hold no lock. The lock layer registers
+ * it as its thread_exit handler with the lifecycle registry (os.h) and
+ * enrolls a thread when it takes a node; tests may call it directly. */
 void pc_lock_thread_exit(void);
 /* In the child after fork(), before any lock is used: reset the registry's
  * lock and the spin queue node pool (pc_mutex_fork_child). Each lock the
- * child uses still needs pc_lock_reinit(). */
+ * child uses still needs pc_lock_reinit(). Registered as the lock layer's
+ * postfork_child handler (the lowest rank: it runs before every other). */
 void pc_lock_fork_child(void);
-
-/*
- * Run init() once, process-wide: the first caller runs it, concurrent callers
- * wait (yielding) for the result. If init() fails, the state goes back to "not
- * done" so that a later call tries again (start-up that the OS refused memory
- * for). Returns whether init has succeeded. *state starts at 0.
- */
-bool pc_once_try(_Atomic uint32_t *state, bool (*init)(void));
-
-/* Called once in a thread after it first took per-thread lock state (its
- * spin-queue node), so that the caller can arrange for pc_lock_thread_exit()
- * at the thread's exit (malloc uses a pthread key destructor). It runs from
- * pc_lock_thread_settle(), never inside a lock operation, so it may call
- * into libc and allocate. */
-extern void (*_Atomic pc_lock_thread_hook)(void);
-extern __thread bool osq_hook_pending __attribute__((tls_model("initial-exec")));
-void pc_lock_thread_settle_slow(void);
-/* Run the thread hook if it is due. Call only where the caller holds no
- * lock (the ends of allocator slow paths). One TLS load when nothing is due. */
-PC_INLINE void pc_lock_thread_settle(void)
-{
-	if (pc_unlikely(osq_hook_pending))
-		pc_lock_thread_settle_slow();
-}
 
 #endif /* PC_LOCK_H */

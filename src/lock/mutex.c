@@ -50,8 +50,6 @@ static struct pc_spin osq_pool_lock;          /* protects the three below */
 static uint32_t osq_pool_fresh;               /* ids 1..fresh were handed out */
 static uint32_t osq_free_ids[PC_OSQ_POOL_SIZE]; /* ids given back, a stack */
 static uint32_t osq_free_count;
-/* Set when this thread took a node and pc_lock_thread_hook has not run yet. */
-__thread bool osq_hook_pending __attribute__((tls_model("initial-exec")));
 /* This thread's node: pool index + 1, 0 none yet, OSQ_NO_NODE none left. */
 static __thread uint32_t osq_self_id __attribute__((tls_model("initial-exec")));
 
@@ -76,22 +74,12 @@ static PC_NOINLINE struct osq_node *osq_node_assign(void)
 		id = ++osq_pool_fresh;
 	pc_spin_unlock(&osq_pool_lock);
 	osq_self_id = id;
-	/* The thread-start hook may call into libc (which may allocate), so it
-	 * must not run here, under the caller's locks: pc_lock_thread_settle()
-	 * runs it later from a point that holds none. */
+	/* The node goes back at thread exit (pc_lock_thread_exit); enrolling is
+	 * safe here, under the caller's locks: it never allocates. If it cannot
+	 * be armed the node stays taken, and a full pool only stops spinning. */
 	if (id != OSQ_NO_NODE)
-		osq_hook_pending = true;
+		pc_life_thread_enroll();
 	return id == OSQ_NO_NODE ? NULL : osq_node_of(id);
-}
-
-void (*_Atomic pc_lock_thread_hook)(void);
-
-void pc_lock_thread_settle_slow(void)
-{
-	osq_hook_pending = false; /* first: a re-entry from the hook is a no-op */
-	void (*hook)(void) = pc_load_relaxed(&pc_lock_thread_hook);
-	if (hook)
-		hook();
 }
 
 /* The calling thread's node, or NULL when the pool is exhausted. */

@@ -4,15 +4,14 @@
  * pc_malloc_init() runs at the first allocation (from any thread, even
  * before main or in a constructor). It calls nothing that allocates: caches
  * and page metadata come from the OS layer. Concurrent first callers wait
- * for the one that initialises. The fork handlers are registered from a
- * library constructor, before other libraries register theirs, so that our
- * prepare handler runs last (prepare handlers run in reverse order) and other
- * libraries' prepare handlers may still allocate.
+ * for the one that initialises. Memory in transit in another thread at a
+ * fork (a slab being frozen onto a CPU partial list, a block being released
+ * to the OS) stays unlisted in the child: a leak there, never memory handed
+ * out twice.
  */
 #include "malloc.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 
 const uint16_t pc_class_size[] = {
@@ -25,7 +24,7 @@ _Static_assert(sizeof(pc_class_size) / sizeof(pc_class_size[0]) == PC_NR_CLASSES
 	       PC_SMALL_MAX == 8192, "size class table and PC_NR_CLASSES disagree");
 uint8_t pc_class_of16[PC_SMALL_MAX / 16 + 1];
 struct pc_cache *pc_class_cache[PC_NR_CLASSES];
-_Atomic uint32_t pc_malloc_ready; /* pc_once_try: 2 when ready */
+_Atomic uint32_t pc_malloc_ready; /* pc_once: 2 when ready */
 
 static void build_class_table(void)
 {
@@ -63,66 +62,15 @@ static bool malloc_init_once(void)
 /* Once; a start-up the OS refused memory for is retried by a later call. */
 bool pc_malloc_init(void)
 {
-	if (pc_likely(pc_load_acquire(&pc_malloc_ready) == 2)) /* pairs with pc_once_try */
+	if (pc_likely(pc_load_acquire(&pc_malloc_ready) == 2)) /* pairs with pc_once */
 		return true;
-	return pc_once_try(&pc_malloc_ready, malloc_init_once);
+	return pc_once(&pc_malloc_ready, malloc_init_once);
 }
 
-/* Whether pc_malloc_prefork took the locks: the postfork handlers must undo
- * exactly that, even if a start-up finished in another thread meanwhile. */
-static bool fork_locked;
-
-/* Lock order across layers: slab locks, then page locks. Memory in transit
- * in another thread at the fork (a slab being frozen onto a CPU partial list,
- * a block being released to the OS) stays unlisted in the child: a leak
- * there, never memory handed out twice. */
-void pc_malloc_prefork(void)
-{
-	fork_locked = pc_load_acquire(&pc_malloc_ready) == 2;
-	if (!fork_locked)
-		return;
-	pc_slab_prefork();
-	pc_page_prefork();
-}
-
-void pc_malloc_postfork_parent(void)
-{
-	if (!fork_locked)
-		return;
-	pc_page_postfork_parent();
-	pc_slab_postfork_parent();
-}
-
-void pc_malloc_postfork_child(void)
-{
-	pc_lock_fork_child(); /* lock-layer pools first: holders died with the fork */
-	if (!fork_locked)
-		return;
-	pc_page_postfork_child();
-	pc_slab_postfork_child();
-}
-
-/* Thread exit: per-thread lock state (a spin-queue node) goes back to its
- * pool. Allocator memory is per CPU, not per thread: nothing else to do. */
-static pthread_key_t thread_key;
-static bool thread_key_ok;
-
-static void thread_exit(void *arg)
-{
-	(void)arg;
-	pc_lock_thread_exit();
-}
-
-static void thread_started(void)
-{
-	if (thread_key_ok)
-		pthread_setspecific(thread_key, (void *)1);
-}
-
+/* Start the allocator early, from a library constructor. Fork and thread
+ * exit are handled by each layer's handlers in the lifecycle registry
+ * (os.h), which os/lifecycle.c hands to pthread_atfork and a pthread key. */
 __attribute__((constructor(101))) static void pc_malloc_constructor(void)
 {
 	pc_malloc_init();
-	thread_key_ok = pthread_key_create(&thread_key, thread_exit) == 0;
-	pc_store_relaxed(&pc_lock_thread_hook, thread_started);
-	pthread_atfork(pc_malloc_prefork, pc_malloc_postfork_parent, pc_malloc_postfork_child);
 }

@@ -53,8 +53,7 @@ void *malloc_aligned(size_t align, size_t size)
 		if (!p)
 			errno = ENOMEM;
 	}
-	pc_lock_thread_settle(); /* no lock held here */
-	pc_page_release_thread_poll(); /* likewise */
+	pc_page_release_thread_poll(); /* no lock held here */
 	return p;
 }
 
@@ -117,8 +116,7 @@ static PC_NOINLINE void free_slow(void *p, enum block_kind kind, struct pc_page 
 		large_free(pg, p);
 	else if (kind != BLOCK_HUGE || !huge_free(p))
 		bad_pointer("free", p);
-	pc_lock_thread_settle(); /* no lock held here */
-	pc_page_release_thread_poll(); /* likewise */
+	pc_page_release_thread_poll(); /* no lock held here */
 	errno = saved;
 }
 
@@ -252,7 +250,7 @@ int pc_posix_memalign(void **memptr, size_t align, size_t size)
 
 size_t pc_trim(void)
 {
-	if (pc_load_acquire(&pc_malloc_ready) != 2) /* pairs with pc_once_try */
+	if (pc_load_acquire(&pc_malloc_ready) != 2) /* pairs with pc_once */
 		return 0;
 	pc_slab_reclaim();
 	return pc_page_trim();

@@ -60,9 +60,6 @@ struct pc_huge_header {
 
 /* "init.c" */
 bool pc_malloc_init(void);
-void pc_malloc_prefork(void);
-void pc_malloc_postfork_parent(void);
-void pc_malloc_postfork_child(void);
 /* "large.c": align is a power of two <= PC_LARGE_MAX */
 void *large_alloc(size_t size, size_t align);
 void large_free(struct pc_page *pg, void *p);

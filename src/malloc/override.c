@@ -86,7 +86,7 @@ static size_t zone_bytes(bool free_only)
 PC_API struct mallinfo2 mallinfo2(void)
 {
 	struct mallinfo2 mi = { 0 };
-	if (pc_load_acquire(&pc_malloc_ready) != 2) /* pairs with pc_once_try: zones exist */
+	if (pc_load_acquire(&pc_malloc_ready) != 2) /* pairs with pc_once: zones exist */
 		return mi;
 	mi.arena = zone_bytes(false);
 	mi.fordblks = zone_bytes(true);

@@ -128,6 +128,79 @@ const char *os_getenv(const char *name);
 /* Write all of buf to stderr, retrying short writes; never allocates. */
 void os_write_stderr(const char *buf, size_t len);
 
+/* ---- lifecycle: once-init, fork and thread exit ("lifecycle.c") ----------- */
+/*
+ * One once-init primitive and one registry of fork and thread-exit handlers
+ * for every layer, so that no layer calls up and none keeps its own scheme.
+ *
+ * pc_once(state, init): run init() once, process-wide. The first caller runs
+ * it; concurrent callers wait (yielding) for its result. When init() returns
+ * false the state goes back to "not done" and a later call tries again (a
+ * start-up the OS refused memory for). Returns whether init has succeeded.
+ * *state starts at 0 (PC_ONCE_INIT) and is 2 (PC_ONCE_DONE) once done; a
+ * reader that sees DONE with pc_once_done() sees everything init() wrote.
+ * init() must not call pc_once on the same state (it would wait for itself).
+ */
+#define PC_ONCE_INIT 0u
+#define PC_ONCE_DONE 2u
+bool pc_once_slow(_Atomic uint32_t *state, bool (*init)(void));
+PC_INLINE bool pc_once_done(_Atomic uint32_t *state)
+{
+	/* Acquire: pairs with pc_once_slow's release, which publishes init(). */
+	return pc_load_acquire(state) == PC_ONCE_DONE;
+}
+PC_INLINE bool pc_once(_Atomic uint32_t *state, bool (*init)(void))
+{
+	return pc_likely(pc_once_done(state)) || pc_once_slow(state, init);
+}
+
+/*
+ * The registry. A layer fills a struct pc_life (static storage, any handler
+ * may be NULL) and registers it once, when the state its handlers touch
+ * exists (typically at the end of its once-init), holding no lock. Ranks
+ * follow the global lock order of src/README.md: a layer whose locks are
+ * taken first (outer) has the higher rank.
+ *   prefork          highest rank first: every layer takes its locks, outer
+ *                    layers before inner ones, so fork() copies no lock held
+ *                    by another thread;
+ *   postfork_parent  lowest rank first (the reverse): release them;
+ *   postfork_child   lowest rank first: reset them (only the forking thread
+ *                    exists in the child; inner layers are usable first);
+ *   thread_exit      highest rank first, for an enrolled thread at its exit
+ *                    (outer layers may still use inner ones' locks).
+ * A registration that races with fork() waits for the fork to finish; the
+ * postfork handlers run for exactly the layers whose prefork ran.
+ */
+enum pc_life_rank {
+	PC_LIFE_RANK_LOCK = 10,    /* lock/: node pools, the lock registry */
+	PC_LIFE_RANK_PAGE = 20,    /* page/: zone, pcp and grow locks */
+	PC_LIFE_RANK_SLAB = 30,    /* slab/: slab_mutex, per-CPU locks, barns */
+	PC_LIFE_RANK_MALLOC = 40,  /* malloc/ and above */
+	PC_LIFE_RANK_STATS = 50,
+};
+struct pc_life {
+	const char *name;
+	int rank; /* enum pc_life_rank */
+	void (*prefork)(void);
+	void (*postfork_parent)(void);
+	void (*postfork_child)(void);
+	void (*thread_exit)(void);
+};
+#define PC_LIFE_MAX 16 /* registrations in all; more is fatal */
+void pc_life_register(const struct pc_life *life);
+/*
+ * The calling thread now holds per-thread state: run the thread_exit
+ * handlers when it exits. Safe anywhere, with any lock held, and never
+ * allocates: it arms a pthread key only when glibc can store its value
+ * without allocating (the key's index is below 32, which holds unless 32
+ * keys were made before this library's constructor ran). Returns false when
+ * the handlers cannot be armed for this thread: the caller must then keep no
+ * per-thread state that only a thread_exit handler could give back. Cheap
+ * (one TLS load) once armed. A handler that takes per-thread state again
+ * re-arms it; glibc then calls the handlers again, at most 4 rounds.
+ */
+bool pc_life_thread_enroll(void);
+
 /* ---- helpers shared by the os/ files (usable by any layer) ---------------- */
 /* Read up to cap-1 bytes of a small file (/proc, /sys) into buf and
  * NUL-terminate it. Returns the length, or -1 with errno set. cap >= 1. */

@@ -3,11 +3,8 @@
  * of possible CPUs and the node of each CPU from /sys once, and the current
  * CPU comes from glibc's rseq area or sched_getcpu().
  *
- * Owns: os_ncpus, os_node_count and os_cpu_node[], written only by the one
- * thread that wins os_init_state, then read-only.
- * Locking: none. os_init_state (0 -> 1 -> 2) is a once-flag: the winner of
- * the 0 -> 1 CAS fills the tables and publishes them with a release store of
- * 2; every other caller spins until it loads 2 with acquire.
+ * Owns: os_ncpus, os_node_count and os_cpu_node[], written only by the
+ * once-init of os_init_state (pc_once, lifecycle.c), then read-only.
  * Never calls malloc: files are read into stack buffers.
  */
 #ifndef __linux__
@@ -21,8 +18,6 @@
 #include <stdio.h>
 #include <unistd.h>
 
-enum { OS_INIT_NONE, OS_INIT_RUNNING, OS_INIT_DONE };
-
 #define OS_CPU_WORDS ((PC_MAX_CPUS + 63) / 64)
 #define OS_LIST_BUF  4096 /* a cpulist of 1024 CPUs, one by one, fits */
 #define OS_MAX_NUMBER (1UL << 30) /* larger list entries are malformed */
@@ -33,7 +28,7 @@ _Static_assert(PC_MAX_NODES <= 64, "node masks are one 64-bit word");
 unsigned os_ncpus;
 static unsigned os_node_count = 1;
 static uint8_t os_cpu_node[PC_MAX_CPUS]; /* node of each CPU, 0 if unknown */
-static _Atomic unsigned os_init_state;
+static _Atomic uint32_t os_init_state; /* pc_once */
 
 /* ---- list parsing ------------------------------------------------------------ */
 bool os_parse_number(const char **s, unsigned long max, unsigned long *out)
@@ -141,29 +136,18 @@ static unsigned os_discover_nodes(void)
 	return count;
 }
 
-static PC_NOINLINE void os_init_slow(void)
+static bool os_init_once(void)
 {
-	unsigned expected = OS_INIT_NONE;
-	if (!pc_cas_strong_acquire(&os_init_state, &expected, OS_INIT_RUNNING)) {
-		/* acquire: pairs with the winner's release store below. */
-		while (pc_load_acquire(&os_init_state) != OS_INIT_DONE)
-			sched_yield();
-		return;
-	}
 	int saved = errno;
 	os_ncpus = os_discover_cpus();
 	os_node_count = os_discover_nodes();
 	errno = saved;
-	/* release: the tables above are visible to whoever loads DONE. */
-	pc_store_release(&os_init_state, OS_INIT_DONE);
+	return true;
 }
 
 void os_init(void)
 {
-	/* acquire: see os_init_slow's release store. */
-	if (pc_likely(pc_load_acquire(&os_init_state) == OS_INIT_DONE))
-		return;
-	os_init_slow();
+	pc_once(&os_init_state, os_init_once);
 }
 
 /* ---- queries ----------------------------------------------------------------------- */

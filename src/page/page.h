@@ -258,7 +258,8 @@ struct pc_zone *pc_zone_get(unsigned i);
  * broke and return false. Takes every zone lock and pcp lock in turn. */
 bool pc_page_check(void);
 
-/* fork(): take every page lock (pcp then zone), release, or reset in the child. */
+/* fork(): take every page lock (pcp then zone), release, or reset in the child.
+ * Registered with the lifecycle registry (os.h) by the page layer's init. */
 void pc_page_prefork(void);
 void pc_page_postfork_parent(void);
 void pc_page_postfork_child(void);

@@ -24,7 +24,7 @@ static unsigned nr_zones;
 static uint16_t cpu_node[PC_MAX_CPUS];
 static uint16_t cpu_zone[PC_MAX_CPUS]; /* instance index within the node */
 static bool numa_bind;
-static _Atomic uint32_t init_state; /* pc_once_try */
+static _Atomic uint32_t init_state; /* pc_once */
 
 unsigned pc_node_count(void) { return nr_nodes; }
 /* cpu < os_cpu_count(): os_cpu_current() guarantees it. */
@@ -123,8 +123,15 @@ static bool page_init_once(void)
 	stats_hook(pc_option(PC_OPT_STATS_ENABLE));
 	zone_release_init();
 	map_cpus();
-	if (build_zones())
+	if (build_zones()) {
+		static const struct pc_life page_life = {
+			.name = "page", .rank = PC_LIFE_RANK_PAGE,
+			.prefork = pc_page_prefork, .postfork_parent = pc_page_postfork_parent,
+			.postfork_child = pc_page_postfork_child,
+		};
+		pc_life_register(&page_life); /* fork now takes the zones' locks */
 		return true;
+	}
 	for (unsigned n = 0; n < PC_MAX_NODES; n++)
 		nodes[n].nr_cpus = nodes[n].nr_zones = 0;
 	nr_zones = 0;
@@ -136,7 +143,7 @@ static bool page_init_once(void)
  * usable yet. */
 bool pc_page_try_init(void)
 {
-	return pc_once_try(&init_state, page_init_once);
+	return pc_once(&init_state, page_init_once);
 }
 
 void pc_page_init(void)

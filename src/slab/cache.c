@@ -114,22 +114,31 @@ static void retune_all(long value)
 	pc_mutex_unlock(&slab_mutex);
 }
 
+static void slab_prefork(void);
+static void slab_postfork_parent(void);
+static void slab_postfork_child(void);
+
+static bool slab_init(void)
+{
+	static const enum pc_option tunables[] = {
+		PC_OPT_SLUB_MIN_OBJECTS, PC_OPT_SLUB_MAX_ORDER, PC_OPT_SLUB_CPU_PARTIAL,
+		PC_OPT_SLUB_MIN_PARTIAL, PC_OPT_SLUB_MAX_PARTIAL,
+	};
+	static const struct pc_life slab_life = {
+		.name = "slab", .rank = PC_LIFE_RANK_SLAB,
+		.prefork = slab_prefork, .postfork_parent = slab_postfork_parent,
+		.postfork_child = slab_postfork_child,
+	};
+	for (size_t i = 0; i < PC_ARRAY_SIZE(tunables); i++)
+		pc_option_on_change(tunables[i], retune_all);
+	pc_life_register(&slab_life);
+	return true;
+}
+
 static void slab_init_once(void)
 {
-	static _Atomic int done;
-	if (pc_load_acquire(&done)) /* pairs with the release below */
-		return;
-	pc_mutex_lock(&slab_mutex);
-	if (!pc_load_relaxed(&done)) {
-		static const enum pc_option tunables[] = {
-			PC_OPT_SLUB_MIN_OBJECTS, PC_OPT_SLUB_MAX_ORDER, PC_OPT_SLUB_CPU_PARTIAL,
-			PC_OPT_SLUB_MIN_PARTIAL, PC_OPT_SLUB_MAX_PARTIAL,
-		};
-		for (size_t i = 0; i < PC_ARRAY_SIZE(tunables); i++)
-			pc_option_on_change(tunables[i], retune_all);
-		pc_store_release(&done, 1);
-	}
-	pc_mutex_unlock(&slab_mutex);
+	static _Atomic uint32_t state;
+	pc_once(&state, slab_init);
 }
 
 /* Slot geometry; false for a bad size or alignment. */
@@ -346,8 +355,9 @@ void pc_slab_reclaim(void)
 }
 
 /* fork(): slab_mutex, then per cache every c->lock and every list_lock (the
- * lock order of slab.h); the parent releases in reverse, the child resets. */
-void pc_slab_prefork(void)
+ * lock order of slab.h); the parent releases in reverse, the child resets.
+ * Registered with the lifecycle registry (os.h) by slab_init. */
+static void slab_prefork(void)
 {
 	pc_mutex_lock(&slab_mutex);
 	struct pc_list *it;
@@ -360,7 +370,7 @@ void pc_slab_prefork(void)
 	}
 }
 
-void pc_slab_postfork_parent(void)
+static void slab_postfork_parent(void)
 {
 	struct pc_list *it;
 	for (it = cache_list.prev; it != &cache_list; it = it->prev) {
@@ -373,7 +383,7 @@ void pc_slab_postfork_parent(void)
 	pc_mutex_unlock(&slab_mutex);
 }
 
-void pc_slab_postfork_child(void)
+static void slab_postfork_child(void)
 {
 	struct pc_list *it;
 	pc_list_for_each(it, &cache_list) {

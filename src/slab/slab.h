@@ -188,10 +188,6 @@ long pc_cache_check(struct pc_cache *s);
  * allocator can reuse it; used before failing on out-of-memory. */
 void pc_slab_reclaim(void);
 
-/* fork(): take slab_mutex, every c->lock and list_lock; release; reset. */
-void pc_slab_prefork(void);
-void pc_slab_postfork_parent(void);
-void pc_slab_postfork_child(void);
 
 /* ---- fast paths (inline so that malloc's size classes inline them) ------------ */
 

@@ -287,7 +287,6 @@ void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
 	cpu_freelist_publish(c, tid, obj ? slab_next(s, obj) : NULL);
 	slab_stat(c, PC_SLAB_STAT_alloc_slowpath);
 	pc_spin_unlock(&c->lock);
-	pc_lock_thread_settle(); /* no lock held here */
 	if (!obj)
 		errno = ENOMEM;
 	return obj;

@@ -102,5 +102,4 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	} else if (n) {
 		settle_locked_slab(s, n, slab, inuse);
 	}
-	pc_lock_thread_settle(); /* no lock held here */
 }

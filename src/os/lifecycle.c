@@ -1,0 +1,163 @@
+/*
+ * os/lifecycle.c - the once-init primitive and the registry of fork and
+ * thread-exit handlers (see os.h, "lifecycle").
+ *
+ * Owns:
+ *  - life_table[life_count]: the registered layers, sorted by rank (lowest
+ *    first), under life_lock. Entries are never removed.
+ *  - life_lock: a leaf test-and-set lock of this file (the lock layer sits
+ *    above os/, so it cannot be used here). The forking thread holds it from
+ *    prefork to postfork, so the handlers that run after fork() are exactly
+ *    those that ran before it, and a registration waits for the fork.
+ *  - life_key: one pthread key whose destructor runs the thread_exit
+ *    handlers; life_armed (per thread) says whether this thread's value is set.
+ * pthread_atfork is called once, from a library constructor that runs before
+ * other libraries' (priority 101): prepare handlers run in reverse order of
+ * registration, so ours runs last and other libraries' may still allocate.
+ * Nothing here allocates through malloc.
+ */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+/* States of a once: 0 not done, 1 running, 2 done. */
+#define PC_ONCE_RUNNING 1u
+
+bool pc_once_slow(_Atomic uint32_t *state, bool (*init)(void))
+{
+	for (;;) {
+		/* Acquire: pairs with the release below, so what init() wrote is
+		 * visible to every caller that sees DONE. */
+		uint32_t s = pc_load_acquire(state);
+		if (s == PC_ONCE_DONE)
+			return true;
+		if (s == PC_ONCE_INIT) {
+			if (!pc_cas_strong_acquire(state, &s, PC_ONCE_RUNNING))
+				continue;
+			bool ok = init();
+			/* Release: publishes init()'s writes with the state. */
+			pc_store_release(state, ok ? PC_ONCE_DONE : PC_ONCE_INIT);
+			return ok;
+		}
+		while (pc_load_acquire(state) == PC_ONCE_RUNNING) /* acquire: as above */
+			sched_yield();
+		if (pc_load_acquire(state) == PC_ONCE_INIT)
+			return false; /* the initialiser failed; a later call retries */
+	}
+}
+
+/* ---- the registry ------------------------------------------------------------ */
+static const struct pc_life *life_table[PC_LIFE_MAX];
+static _Atomic unsigned life_count; /* written under life_lock */
+static _Atomic uint32_t life_lock;
+
+static void life_lock_take(void)
+{
+	/* Acquire: the table as the previous holder left it. */
+	while (pc_xchg_acquire(&life_lock, 1) != 0)
+		sched_yield();
+}
+
+static void life_lock_drop(void)
+{
+	pc_store_release(&life_lock, 0); /* release: our table writes go with it */
+}
+
+void pc_life_register(const struct pc_life *life)
+{
+	life_lock_take();
+	unsigned n = pc_load_relaxed(&life_count);
+	if (n == PC_LIFE_MAX)
+		pc_fatal("more than %d layers registered fork and thread-exit handlers",
+			 PC_LIFE_MAX);
+	unsigned i = n;
+	for (; i > 0 && life_table[i - 1]->rank > life->rank; i--)
+		life_table[i] = life_table[i - 1]; /* insertion keeps ranks sorted */
+	life_table[i] = life;
+	/* Release: the table entries before the count (for life_thread_exit). */
+	pc_store_release(&life_count, n + 1);
+	life_lock_drop();
+}
+
+/* prefork: outer layers (high rank) first, the registry lock held throughout. */
+static void life_prefork(void)
+{
+	life_lock_take();
+	for (unsigned i = pc_load_relaxed(&life_count); i-- > 0;)
+		if (life_table[i]->prefork)
+			life_table[i]->prefork();
+}
+
+static void life_postfork_parent(void)
+{
+	for (unsigned i = 0; i < pc_load_relaxed(&life_count); i++)
+		if (life_table[i]->postfork_parent)
+			life_table[i]->postfork_parent();
+	life_lock_drop();
+}
+
+static void life_postfork_child(void)
+{
+	for (unsigned i = 0; i < pc_load_relaxed(&life_count); i++)
+		if (life_table[i]->postfork_child)
+			life_table[i]->postfork_child();
+	pc_store_relaxed(&life_lock, 0); /* the child is single-threaded */
+}
+
+/* ---- thread exit ---------------------------------------------------------------- */
+/* glibc stores the values of keys below this index in the thread descriptor
+ * itself; larger keys need a block it allocates with calloc. */
+#define LIFE_KEY_INLINE 32u
+
+static pthread_key_t life_key;
+static _Atomic uint32_t life_key_state; /* pc_once */
+static bool life_key_inline;            /* set by the once, read-only afterwards */
+static __thread bool life_armed __attribute__((tls_model("initial-exec")));
+
+/* The key's destructor: the thread exits. Handlers run highest rank first.
+ * The lock is not taken (a thread exiting while another forks must not wait
+ * for the fork): the acquire load of the count sees the entries written
+ * before it. A registration racing with this walk shifts entries and may
+ * make this thread skip or repeat one layer's handler once; layers register
+ * at start-up, long before threads exit, so this stays theoretical, and
+ * thread_exit handlers tolerate being called when there is nothing to do. */
+static void life_thread_exit(void *arg)
+{
+	(void)arg;
+	life_armed = false; /* first: a handler that enrolls again re-arms */
+	for (unsigned i = pc_load_acquire(&life_count); i-- > 0;)
+		if (life_table[i]->thread_exit)
+			life_table[i]->thread_exit();
+}
+
+static bool life_key_create(void)
+{
+	if (pthread_key_create(&life_key, life_thread_exit) != 0)
+		return false;
+	life_key_inline = (unsigned)life_key < LIFE_KEY_INLINE;
+	return true;
+}
+
+static PC_NOINLINE bool life_enroll_slow(void)
+{
+	if (!pc_once(&life_key_state, life_key_create) || !life_key_inline)
+		return false;
+	if (pthread_setspecific(life_key, (void *)1) != 0)
+		return false;
+	life_armed = true;
+	return true;
+}
+
+bool pc_life_thread_enroll(void)
+{
+	return pc_likely(life_armed) || life_enroll_slow();
+}
+
+__attribute__((constructor(101))) static void life_constructor(void)
+{
+	/* Make the key now, before the program makes many: a low index. */
+	pc_once(&life_key_state, life_key_create);
+	pthread_atfork(life_prefork, life_postfork_parent, life_postfork_child);
+}
