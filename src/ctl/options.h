@@ -60,7 +60,13 @@
 	X(DEBUG_FAIL_MMAP, "debug.fail_mmap", 0, 0, 1L << 30, 1,                  \
 	  "fault injection: every Nth mapping from the OS fails (0 = none)")      \
 	X(DEBUG_FAIL_MMAP_PPM, "debug.fail_mmap_ppm", 0, 0, 1000000, 1,           \
-	  "fault injection: each mapping fails with probability N / 1000000")
+	  "fault injection: each mapping fails with probability N / 1000000") \
+	X(SLUB_SHEAF_CAPACITY, "slub.sheaf_capacity", -1, -1, 512, 1,               \
+	  "objects per sheaf; -1 = by object size (16 KiB of objects, 4..128); 0 = no sheaves") \
+	X(SLUB_BARN_SHEAVES, "slub.barn_sheaves", 8, 0, 4096, 1,                   \
+	  "full and empty sheaves a barn (per cache and node) keeps, each")        \
+	X(SLUB_SHEAF_MODE, "slub.sheaf_mode", -1, -1, 2, 0,                        \
+	  "sheaf fast path: -1 = rseq if available, 2 = per-thread; then reads the mode in use (1 rseq, 2 per-thread)")
 
 enum pc_option {
 #define PC_OPTION_ENUM(id, ...) PC_OPT_##id,

@@ -104,6 +104,58 @@ PC_INLINE unsigned os_cpu_current(void)
 	return os_cpu_current_slow();
 }
 
+/* ---- per-CPU stacks on rseq ("rseq.c", "rseq_x86_64.S") ------------------ */
+/*
+ * Restartable sequences on glibc's rseq registration, for per-CPU arrays of
+ * pointers that any thread may push to and pop from without a lock or an
+ * atomic read-modify-write. The caller lays out, for each possible CPU i, a
+ * 64-byte slot at base + (i << OS_RSEQ_SLOT_SHIFT) whose first word points
+ * to a struct os_rseq_stack (never NULL: an empty stack of capacity 0 makes
+ * every push and pop fail).
+ *
+ * os_rseq_setup() must have returned true before any other call here. It
+ * checks that glibc registered rseq (__rseq_size covers rseq_cs) and that
+ * this thread is registered, and registers the process for
+ * MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ. False (and nothing done) when any
+ * of it is unavailable: valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0, old
+ * kernels; the caller then uses another fast path.
+ *
+ * A push or pop on the current CPU's stack commits with one store (count)
+ * and is aborted and retried if the thread is preempted, migrated or
+ * signalled before it: a stack is changed only by code running on its CPU,
+ * one section at a time. The slot's pointer is changed only by
+ *   - os_rseq_slot_cas() run on the slot's CPU (it fails elsewhere): every
+ *     section of that CPU that read the old pointer is aborted by the fact
+ *     that the caller ran there; or
+ *   - a plain store from any CPU followed by os_rseq_fence(): when the fence
+ *     returns, every section that could have read the old pointer has been
+ *     aborted or has committed, and the old stack is the caller's alone.
+ * Callers serialise pointer changes of one slot among themselves (a lock).
+ */
+#define OS_RSEQ_SLOT_SHIFT 6
+struct os_rseq_stack {
+	uint32_t count;    /* objects[0 .. count) hold pointers */
+	uint32_t capacity; /* objects[] has room for this many */
+	void *link;        /* the owner's (lists of stacks); unused here */
+	void *objects[];
+};
+bool os_rseq_setup(void);
+/* The top of the current CPU's stack, popped; NULL if empty or this thread
+ * has no rseq registration. */
+void *os_rseq_pop(void *base);
+/* Push obj onto the current CPU's stack; false if full or not registered. */
+bool os_rseq_push(void *base, void *obj);
+/* On CPU cpu only: if slot cpu holds old_stack, store new_stack; true if
+ * stored, false if the caller runs elsewhere or the slot changed. */
+bool os_rseq_slot_cas(void *base, unsigned cpu, void *old_stack, void *new_stack);
+/* membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ): abort or wait out every
+ * running rseq critical section of the process (a full barrier on each CPU
+ * that runs one of its threads). Fatal if it fails after a successful
+ * os_rseq_setup (the kernel promised it). */
+void os_rseq_fence(void);
+/* The offset of struct rseq from the thread pointer, for the assembly. */
+extern ptrdiff_t os_rseq_offset;
+
 /* ---- futex ----------------------------------------------------------------- */
 /* Sleep while *word == expected (private futex). Spurious wake-ups happen. */
 void os_futex_wait(_Atomic uint32_t *word, uint32_t expected);

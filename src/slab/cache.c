@@ -3,7 +3,8 @@
  * order calculation, and the cache list.
  *
  * slab_mutex protects the cache list and serialises tunable changes. The
- * per-cache tunables (oo, min_partial, cpu_partial) are relaxed atomics: a
+ * per-cache tunables (oo, min_partial, cpu_partial, sheaf_capacity) are
+ * relaxed atomics: a
  * change applies to the next slab made or the next list decision, and every
  * slab records its own order and object count, so existing slabs stay valid.
  */
@@ -102,6 +103,11 @@ static void cache_retune(struct pc_cache *s)
 		cp = (long)((nr_objects * 2 + objects_per_slab - 1) / objects_per_slab);
 	}
 	pc_store_relaxed(&s->cpu_partial, (unsigned)cp);
+
+	long cap = pc_option(PC_OPT_SLUB_SHEAF_CAPACITY);
+	if (cap < 0)
+		cap = sheaf_default_capacity(s->size);
+	pc_store_relaxed(&s->sheaf_capacity, s->internal ? 0u : (uint32_t)cap);
 }
 
 static void retune_all(long value)
@@ -118,6 +124,21 @@ static void slab_prefork(void);
 static void slab_postfork_parent(void);
 static void slab_postfork_child(void);
 
+static void flush_one(struct pc_cache *s, void *arg)
+{
+	(void)arg;
+	sheaf_flush_cache(s);
+}
+
+/* slub.sheaf_capacity changed: new capacities, then every sheaf of the old
+ * capacity goes (in thread mode other threads' sheaves go when they reach
+ * a barn, which refuses a capacity that is not the current one). */
+static void capacity_changed(long value)
+{
+	retune_all(value);
+	pc_cache_foreach(flush_one, NULL);
+}
+
 static bool slab_init(void)
 {
 	static const enum pc_option tunables[] = {
@@ -127,10 +148,12 @@ static bool slab_init(void)
 	static const struct pc_life slab_life = {
 		.name = "slab", .rank = PC_LIFE_RANK_SLAB,
 		.prefork = slab_prefork, .postfork_parent = slab_postfork_parent,
-		.postfork_child = slab_postfork_child,
+		.postfork_child = slab_postfork_child, .thread_exit = sheaf_thread_exit,
 	};
 	for (size_t i = 0; i < PC_ARRAY_SIZE(tunables); i++)
 		pc_option_on_change(tunables[i], retune_all);
+	pc_option_on_change(PC_OPT_SLUB_SHEAF_CAPACITY, capacity_changed);
+	sheaf_init();
 	pc_life_register(&slab_life);
 	return true;
 }
@@ -139,6 +162,14 @@ static void slab_init_once(void)
 {
 	static _Atomic uint32_t state;
 	pc_once(&state, slab_init);
+}
+
+int pc_sheaf_mode(void)
+{
+	if (!pc_page_try_init())
+		return PC_SHEAF_MODE_THREAD; /* not started: what it would fall back to */
+	slab_init_once();
+	return sheaf_mode_get();
 }
 
 /* Slot geometry; false for a bad size or alignment. */
@@ -166,21 +197,39 @@ static bool cache_geometry(struct pc_cache *s, size_t size, size_t align, bool c
 	return true;
 }
 
+/* One mapping per cache: the cache and its per-CPU array, then per node a
+ * struct pc_cache_node and a barn, then the sheaf slots (rseq mode). */
+static size_t cache_bytes(void)
+{
+	size_t bytes = sizeof(struct pc_cache) + os_cpu_count() * sizeof(struct pc_cache_cpu) +
+		       pc_node_count() * (sizeof(struct pc_cache_node) + sizeof(struct pc_barn));
+	bytes = pc_align_up(bytes, 1 << OS_RSEQ_SLOT_SHIFT);
+	return pc_align_up(bytes + os_cpu_count() * sizeof(struct pc_sheaf_slot), PC_PAGE_SIZE);
+}
+
 static void cache_init_parts(struct pc_cache *s)
 {
+	enum pc_lock_kind kind = (enum pc_lock_kind)pc_option(PC_OPT_LOCK_KIND);
 	for (unsigned c = 0; c < os_cpu_count(); c++)
 		pc_spin_init(&s->cpu[c].lock);
 	struct pc_cache_node *node_array = (struct pc_cache_node *)(void *)&s->cpu[os_cpu_count()];
+	struct pc_barn *barns = (struct pc_barn *)(void *)&node_array[pc_node_count()];
 	for (unsigned i = 0; i < pc_node_count(); i++) {
 		struct pc_cache_node *n = &node_array[i];
-		pc_lock_init(&n->list_lock, "list_lock", (enum pc_lock_kind)pc_option(PC_OPT_LOCK_KIND));
+		pc_lock_init(&n->list_lock, "list_lock", kind);
 		pc_lock_register(&n->list_lock, &n->lock_stats);
 		pc_list_init(&n->partial);
 		s->node[i] = n;
+		pc_lock_init(&barns[i].lock, "barn", kind);
+		pc_lock_register(&barns[i].lock, &barns[i].lock_stats);
+		s->barn[i] = &barns[i];
 	}
+	uintptr_t slots = pc_align_up((uintptr_t)&barns[pc_node_count()], 1 << OS_RSEQ_SLOT_SHIFT);
+	s->slots = s->internal ? NULL : (struct pc_sheaf_slot *)slots;
 }
 
-struct pc_cache *pc_cache_create(const char *name, size_t size, size_t align, void (*ctor)(void *))
+static struct pc_cache *cache_create(const char *name, size_t size, size_t align,
+				     void (*ctor)(void *), bool internal)
 {
 	struct pc_cache geometry;
 	if (!cache_geometry(&geometry, size, align, ctor != NULL)) {
@@ -190,10 +239,10 @@ struct pc_cache *pc_cache_create(const char *name, size_t size, size_t align, vo
 	if (!pc_page_try_init())
 		return NULL;
 	slab_init_once();
-	size_t bytes = sizeof(struct pc_cache) + os_cpu_count() * sizeof(struct pc_cache_cpu) +
-		       pc_node_count() * sizeof(struct pc_cache_node);
-	bytes = pc_align_up(bytes, PC_PAGE_SIZE);
-	struct pc_cache *s = os_map(bytes, PC_PAGE_SIZE); /* zeroed */
+	static _Atomic uint32_t sheaf_caches_state;
+	if (!internal && !pc_once(&sheaf_caches_state, sheaf_caches_init))
+		return NULL;
+	struct pc_cache *s = os_map(cache_bytes(), PC_PAGE_SIZE); /* zeroed */
 	if (!s)
 		return NULL;
 	s->object_size = geometry.object_size;
@@ -202,13 +251,25 @@ struct pc_cache *pc_cache_create(const char *name, size_t size, size_t align, vo
 	s->slot_inverse = geometry.slot_inverse;
 	s->slot_shift = geometry.slot_shift;
 	s->ctor = ctor;
+	s->internal = internal;
 	snprintf(s->name, sizeof(s->name), "%s", name ? name : "unnamed");
 	cache_init_parts(s);
 	pc_mutex_lock(&slab_mutex);
+	sheaf_cache_setup(s);
 	cache_retune(s);
 	pc_list_add_tail(&s->link, &cache_list);
 	pc_mutex_unlock(&slab_mutex);
 	return s;
+}
+
+struct pc_cache *pc_cache_create(const char *name, size_t size, size_t align, void (*ctor)(void *))
+{
+	return cache_create(name, size, align, ctor, false);
+}
+
+struct pc_cache *slab_cache_create_internal(const char *name, size_t size)
+{
+	return cache_create(name, size, 0, NULL, true);
 }
 
 void *pc_cache_alloc(struct pc_cache *s)
@@ -267,6 +328,7 @@ static size_t shrink_node(struct pc_cache *s, struct pc_cache_node *n)
 size_t pc_cache_shrink(struct pc_cache *s)
 {
 	size_t freed = 0;
+	sheaf_flush_cache(s);
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
 		pc_spin_lock(&s->cpu[c].lock);
 		slab_flush_cpu(s, &s->cpu[c]);
@@ -295,8 +357,10 @@ size_t pc_cache_destroy(struct pc_cache *s)
 	 * registry dangling, and a new cache mapped at the same address would
 	 * register the same lock twice (a cycle). Keep the mapping; hide the
 	 * dead locks from pc_lock_foreach. */
-	for (unsigned i = 0; i < pc_node_count(); i++)
+	for (unsigned i = 0; i < pc_node_count(); i++) {
 		s->node[i]->list_lock.stats = NULL;
+		s->barn[i]->lock.stats = NULL;
+	}
 	return 0;
 }
 
@@ -311,6 +375,8 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 	info->objects_per_slab = (unsigned)oo;
 	info->min_partial = slab_min_partial(s);
 	info->cpu_partial = slab_cpu_partial(s);
+	info->sheaf_capacity = pc_load_relaxed(&s->sheaf_capacity);
+	info->sheaf_objects = sheaf_count_objects(s);
 	long free_on_partial = 0;
 	for (unsigned i = 0; i < pc_node_count(); i++) {
 		struct pc_cache_node *n = s->node[i];
@@ -354,8 +420,10 @@ void pc_slab_reclaim(void)
 	pc_cache_foreach(reclaim_one, NULL);
 }
 
-/* fork(): slab_mutex, then per cache every c->lock and every list_lock (the
- * lock order of slab.h); the parent releases in reverse, the child resets.
+/* fork(): slab_mutex, then per cache every slot lock, barn lock, c->lock
+ * and list_lock (the lock order of slab.h); the parent releases in reverse,
+ * the child resets. Sheaves are plain memory: the child keeps them all (the
+ * other threads' per-thread sheaves are lost there: a leak, never a reuse).
  * Registered with the lifecycle registry (os.h) by slab_init. */
 static void slab_prefork(void)
 {
@@ -363,6 +431,10 @@ static void slab_prefork(void)
 	struct pc_list *it;
 	pc_list_for_each(it, &cache_list) {
 		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
+		for (unsigned c = 0; s->slots && c < os_cpu_count(); c++)
+			pc_spin_lock(&s->slots[c].lock);
+		for (unsigned i = 0; i < pc_node_count(); i++)
+			pc_lock_acquire_for_fork(&s->barn[i]->lock);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&s->cpu[c].lock);
 		for (unsigned i = 0; i < pc_node_count(); i++)
@@ -379,6 +451,10 @@ static void slab_postfork_parent(void)
 			pc_lock_release(&s->node[i]->list_lock);
 		for (unsigned c = os_cpu_count(); c-- > 0;)
 			pc_spin_unlock(&s->cpu[c].lock);
+		for (unsigned i = pc_node_count(); i-- > 0;)
+			pc_lock_release(&s->barn[i]->lock);
+		for (unsigned c = os_cpu_count(); s->slots && c-- > 0;)
+			pc_spin_unlock(&s->slots[c].lock);
 	}
 	pc_mutex_unlock(&slab_mutex);
 }
@@ -390,8 +466,12 @@ static void slab_postfork_child(void)
 		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_init(&s->cpu[c].lock);
-		for (unsigned i = 0; i < pc_node_count(); i++)
+		for (unsigned i = 0; i < pc_node_count(); i++) {
 			pc_lock_reinit(&s->node[i]->list_lock);
+			pc_lock_reinit(&s->barn[i]->lock);
+		}
+		for (unsigned c = 0; s->slots && c < os_cpu_count(); c++)
+			pc_spin_init(&s->slots[c].lock);
 	}
 	pc_mutex_init(&slab_mutex);
 }

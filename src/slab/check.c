@@ -123,6 +123,7 @@ static long walk_zone(struct walk *w, struct pc_zone *z)
 long pc_cache_check(struct pc_cache *s)
 {
 	struct walk w = { .s = s };
+	sheaf_flush_cache(s); /* objects in sheaves are free: back to their slabs */
 	size_t scratch = pc_align_up(0x1000000, PC_PAGE_SIZE); /* objects per slab < 2^24 */
 	w.seen = os_map(scratch, PC_PAGE_SIZE);
 	if (!w.seen)

@@ -27,8 +27,46 @@
  *   counts objects not on the slab's own freelist, so for a CPU slab it
  *   includes the objects on the CPU freelist.
  *
+ * ---- Sheaves (Linux 6.18's percpu sheaves, in user space) --------------------
+ *   In front of the slabs, each CPU has a main and a spare sheaf: an array of
+ *   free object pointers of the cache, whatever slab each belongs to. Alloc
+ *   pops from the current CPU's main sheaf, free pushes onto it; when main is
+ *   empty (full) the slow path swaps in the spare, else trades whole sheaves
+ *   with the node's barn (full and empty sheaves under barn->lock, at most
+ *   slub.barn_sheaves of each), and only when the barn has none refills
+ *   from (flushes to) the slabs in one batch.
+ *   Two fast paths, chosen once at start-up (slub.sheaf_mode reads it):
+ *   rseq    per-CPU sheaves on glibc's rseq registration (os.h "per-CPU
+ *           stacks on rseq"): push and pop are restartable sequences that
+ *           commit with one store; no lock, no atomic read-modify-write.
+ *   thread  where rseq is missing (valgrind, glibc.pthread.rseq=0) or under
+ *           ThreadSanitizer (which cannot see the assembly): one main sheaf
+ *           per thread and cache (pc_thread_sheaves), plain loads and
+ *           stores; the thread's exit handler (lifecycle, os.h) gives them
+ *           to the barn. A thread-mode fast path marks its entry busy while
+ *           it works, so a signal handler that allocates meanwhile goes to
+ *           the slabs instead of the half-updated sheaf.
+ *   Changing a CPU's main sheaf: under slot->lock (slow paths only), either
+ *   with os_rseq_slot_cas() run on that CPU (the slow paths), or, for
+ *   another CPU (shrink, trim, destroy, out-of-memory retry, capacity
+ *   change), a plain store of the empty sheaf then os_rseq_fence()
+ *   (membarrier PRIVATE_EXPEDITED_RSEQ): when it returns no fast path can
+ *   still commit to the old sheaf, which is then the flusher's alone. A
+ *   detached sheaf (spare, barn, or being filled) is touched only by the
+ *   thread that holds it.
+ *   Re-entry: a signal handler that allocates while its thread is inside a
+ *   sheaf slow path (sheaf_depth > 0) takes no lock: its allocation tries
+ *   the lock-free slab fast path and may fail with ENOMEM, its free is put
+ *   on a per-thread list that the interrupted slow path frees on its way out.
+ *   Constructors: sheaves store pointers only, never touch the objects, so
+ *   a cache with a constructor keeps SLUB's semantics (constructed once).
+ *
  * ---- Locks (outermost first) -----------------------------------------------
  *   slab_mutex (global: the cache list, creation, tunable changes)
+ *     -> slot->lock (per cache and CPU number: changes of its main and spare
+ *                  sheaves; a spinlock held only by sheaf slow paths/flushes)
+ *     -> barn->lock (per cache and node: its two lists; kind from lock.kind,
+ *                  with statistics; nothing else is taken under it)
  *     -> c->lock  (per cache and CPU number: the CPU slab, the CPU partial
  *                  list, and every change of c->slab; a spinlock, held only
  *                  by slow paths)
@@ -36,7 +74,7 @@
  *                  nr_partial and the PC_SLAB_ON_PARTIAL flag; kind from
  *                  lock.kind, with statistics)
  *         -> page allocator locks (pcp -> zone).
- *   Lock-free: the fast paths and the slab freelist/counters word.
+ *   Lock-free: the fast paths (sheaf and slab) and the slab freelist word.
  *
  * ---- Fast path safety in user space (the kernel's this_cpu_cmpxchg_double
  * is atomic only against its own CPU; here any thread may touch any CPU's
@@ -82,7 +120,15 @@
 	X(deactivate_partial)  /* CPU slab retired to the node partial list */\
 	X(deactivate_empty)    /* CPU slab retired empty */                    \
 	X(cmpxchg_cpu_fail)    /* fast path compare-and-swap retried */        \
-	X(cmpxchg_slab_fail)   /* slab word compare-and-swap retried */
+	X(cmpxchg_slab_fail)   /* slab word compare-and-swap retried */        \
+	X(sheaf_swap)          /* main sheaf replaced by the spare */          \
+	X(sheaf_refill)        /* sheaf filled from the slabs */              \
+	X(sheaf_flush)         /* sheaf emptied into the slabs */             \
+	X(barn_get)            /* sheaf taken from the barn */                 \
+	X(barn_put)            /* sheaf given to the barn */                   \
+	X(sheaf_flush_all)     /* every CPU's sheaves flushed (fence) */       \
+	X(sheaf_reentrant)     /* slow path entered from a signal handler */   \
+	X(sheaf_bypass)        /* allocation or free that skipped sheaves */
 
 enum pc_slab_stat {
 #define PC_SLAB_STAT_ENUM(name) PC_SLAB_STAT_##name,
@@ -127,6 +173,49 @@ struct pc_cache_node {
 	struct pc_lock_stats lock_stats;
 } PC_CACHE_ALIGNED;
 
+/* A sheaf: free objects of one cache (any slabs). Laid out as os.h's
+ * struct os_rseq_stack. Invariant: count <= capacity; objects[0..count)
+ * are distinct free objects that are on no slab freelist. */
+struct pc_sheaf {
+	uint32_t count;
+	uint32_t capacity;
+	struct pc_sheaf *next; /* on a barn list, or a private chain */
+	void *objects[];
+};
+_Static_assert(offsetof(struct pc_sheaf, objects) == offsetof(struct os_rseq_stack, objects) &&
+	       offsetof(struct pc_sheaf, count) == offsetof(struct os_rseq_stack, count) &&
+	       offsetof(struct pc_sheaf, capacity) == offsetof(struct os_rseq_stack, capacity),
+	       "struct pc_sheaf is an os_rseq_stack");
+#define PC_SHEAF_MAX 512 /* largest capacity (slub.sheaf_capacity) */
+/* Count 0, capacity 0: every push and pop fails. `none` stands for "no
+ * sheaf"; `busy` marks a thread-mode entry whose fast path is running. */
+extern struct pc_sheaf pc_sheaf_none, pc_sheaf_busy;
+
+/* Per cache and CPU in rseq mode: one 64-byte slot, indexed by the
+ * assembly (the main pointer first). */
+struct pc_sheaf_slot {
+	struct pc_sheaf *_Atomic main; /* never NULL; see "Changing a CPU's main sheaf" */
+	struct pc_sheaf *spare;        /* under lock; NULL if none */
+	struct pc_spin lock;
+} __attribute__((aligned(1 << OS_RSEQ_SLOT_SHIFT)));
+_Static_assert(sizeof(struct pc_sheaf_slot) == 1 << OS_RSEQ_SLOT_SHIFT, "slot size");
+
+/* Per cache and node: sheaves not on any CPU. */
+struct pc_barn {
+	struct pc_lock lock;
+	struct pc_sheaf *full, *empty; /* under lock, linked through next */
+	unsigned nr_full, nr_empty;    /* under lock; each <= slub.barn_sheaves */
+	struct pc_lock_stats lock_stats;
+} PC_CACHE_ALIGNED;
+
+enum pc_sheaf_mode { PC_SHEAF_MODE_RSEQ = 1, PC_SHEAF_MODE_THREAD = 2 };
+
+/* Thread mode: each thread's main sheaf per cache (index s->tindex; entry 0
+ * is always pc_sheaf_none, for caches without thread sheaves). */
+#define PC_THREAD_SHEAVES 48
+extern __thread struct pc_sheaf *pc_thread_sheaves[PC_THREAD_SHEAVES]
+	__attribute__((tls_model("initial-exec")));
+
 struct pc_cache {
 	char name[32];
 	size_t object_size;   /* as asked */
@@ -141,6 +230,11 @@ struct pc_cache {
 	_Atomic unsigned min_partial;
 	_Atomic unsigned cpu_partial; /* slabs */
 	struct pc_list link;  /* the cache list, under slab_mutex */
+	struct pc_sheaf_slot *slots; /* rseq mode: [os_cpu_count()]; NULL otherwise */
+	unsigned tindex;      /* thread mode: pc_thread_sheaves index, 0 = none */
+	bool internal;        /* a cache of sheaves: never has sheaves itself */
+	_Atomic uint32_t sheaf_capacity; /* of new sheaves; 0 = sheaves off */
+	struct pc_barn *barn[PC_MAX_NODES];
 	struct pc_cache_node *node[PC_MAX_NODES];
 	struct pc_cache_cpu cpu[]; /* [os_cpu_count()] */
 };
@@ -157,7 +251,9 @@ void pc_cache_free(struct pc_cache *s, void *obj);
 /* Flush every CPU's slabs and return empty slabs to the page allocator.
  * Returns the number of slabs freed. */
 size_t pc_cache_shrink(struct pc_cache *s);
-/* Shrink and free the cache. If objects are still allocated, report them on
+/* (pc_cache_shrink also flushes every CPU's sheaves and the barns first; in
+ * thread mode, the calling thread's sheaf: other threads' go at their exit.)
+ * Shrink and free the cache. If objects are still allocated, report them on
  * stderr, keep the cache alive and return their number (0 = destroyed). */
 size_t pc_cache_destroy(struct pc_cache *s);
 /* The cache of a slab object, or NULL if p is not in a slab. O(1). */
@@ -171,6 +267,8 @@ struct pc_cache_info {
 	size_t object_size, size;
 	unsigned order, objects_per_slab, min_partial, cpu_partial;
 	long slabs, total_objects, active_objects, partial_slabs, cpu_slabs;
+	unsigned sheaf_capacity;
+	long sheaf_objects; /* of active_objects: in sheaves (CPU, barn), racy */
 	uint64_t stats[PC_SLAB_STAT_COUNT];
 	struct pc_lock_stats list_lock; /* summed over nodes */
 };
@@ -180,13 +278,15 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info);
 void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg);
 
 /* Invariant walker: every object in exactly one place. Only while no other
- * thread uses the cache. Returns the number of allocated objects, or -1 (and
+ * thread uses the cache; it first flushes the sheaves (as pc_cache_shrink). Returns the number of allocated objects, or -1 (and
  * a message) when an invariant is broken. */
 long pc_cache_check(struct pc_cache *s);
 
-/* Give back what caches hold (flush CPU slabs and partial lists) so the page
- * allocator can reuse it; used before failing on out-of-memory. */
+/* Give back what caches hold (flush sheaves, CPU slabs and partial lists)
+ * so the page allocator can reuse it; used before failing on out-of-memory. */
 void pc_slab_reclaim(void);
+/* The sheaf fast path in use (enum pc_sheaf_mode); starts the slab layer. */
+int pc_sheaf_mode(void);
 
 
 /* ---- fast paths (inline so that malloc's size classes inline them) ------------ */
@@ -294,11 +394,12 @@ void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c);
 void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
 
 /*
- * Allocation fast path. Preconditions: s is a live cache. Exits: an object
- * from the current CPU's freelist via one cmpxchg16b, or the slow path when
- * the freelist is empty or a slow path is under way (odd tid).
+ * Slab allocation fast path (below the sheaves). Preconditions: s is a live
+ * cache. Exits: an object from the current CPU's freelist via one
+ * cmpxchg16b, or the slow path when the freelist is empty or a slow path is
+ * under way (odd tid).
  */
-PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
+PC_INLINE void *slab_alloc_fast(struct pc_cache *s)
 {
 	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
 	for (;;) {
@@ -318,11 +419,12 @@ PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
 }
 
 /*
- * Free fast path. Preconditions: obj is an allocated object of s whose slab
- * is `slab`. Exits: obj pushed on the CPU freelist when its slab is the CPU
- * slab (tid even and unchanged across the check), else the slow path.
+ * Slab free fast path (below the sheaves). Preconditions: obj is an
+ * allocated object of s whose slab is `slab`. Exits: obj pushed on the CPU
+ * freelist when its slab is the CPU slab (tid even and unchanged across the
+ * check), else the slow path.
  */
-PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, void *obj)
+PC_INLINE void slab_free_fast(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
 	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
 	for (;;) {
@@ -343,6 +445,68 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 	}
 }
 
+/* "sheaf.c": the sheaf slow paths (any mode; see "Sheaves" above). */
+void *sheaf_alloc_slow(struct pc_cache *s);
+void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
+
+/*
+ * Allocation fast path. Preconditions: s is a live cache. Exits: the top of
+ * the current CPU's (rseq) or thread's main sheaf, or sheaf_alloc_slow()
+ * when that is empty (or the cache has no sheaves). The thread-mode pop
+ * marks the entry busy while it works (see "Sheaves").
+ */
+PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
+{
+	struct pc_sheaf_slot *slots = s->slots;
+	if (pc_likely(slots != NULL)) {
+		void *obj = os_rseq_pop(slots);
+		if (pc_likely(obj != NULL))
+			return obj;
+	} else {
+		struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
+		struct pc_sheaf *sh = *entry;
+		uint32_t n = sh->count;
+		if (pc_likely(n != 0)) {
+			*entry = &pc_sheaf_busy;
+			atomic_signal_fence(memory_order_seq_cst); /* busy before the pop */
+			void *obj = sh->objects[n - 1];
+			sh->count = n - 1;
+			atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
+			*entry = sh;
+			return obj;
+		}
+	}
+	return sheaf_alloc_slow(s);
+}
+
+/*
+ * Free fast path. Preconditions: obj is an allocated object of s, in slab
+ * `slab`. Exits: obj pushed onto the current CPU's (rseq) or thread's main
+ * sheaf, whatever slab it is in, or sheaf_free_slow() when that is full.
+ */
+PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	struct pc_sheaf_slot *slots = s->slots;
+	if (pc_likely(slots != NULL)) {
+		if (pc_likely(os_rseq_push(slots, obj)))
+			return;
+	} else {
+		struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
+		struct pc_sheaf *sh = *entry;
+		uint32_t n = sh->count;
+		if (pc_likely(n < sh->capacity)) {
+			*entry = &pc_sheaf_busy;
+			atomic_signal_fence(memory_order_seq_cst); /* busy before the push */
+			sh->objects[n] = obj;
+			sh->count = n + 1;
+			atomic_signal_fence(memory_order_seq_cst); /* the push before not busy */
+			*entry = sh;
+			return;
+		}
+	}
+	sheaf_free_slow(s, slab, obj);
+}
+
 /* ---- layer-private ---------------------------------------------------------------- */
 /* "slab_alloc.c" */
 void slab_deactivate(struct pc_cache *s, struct pc_page *slab);
@@ -356,8 +520,42 @@ void slab_discard_chain(struct pc_cache *s, struct pc_page *chain);
 struct pc_cache_node *slab_node(struct pc_cache *s, struct pc_page *slab);
 /* "slab_free.c" */
 void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list);
+/* Fill out[0..n) from the slabs under c->lock once per slab (SLUB's bulk
+ * allocation); returns how many it got (fewer when out of memory). */
+unsigned slab_alloc_bulk(struct pc_cache *s, void **out, unsigned n);
 /* "cache.c" */
+/* A cache of sheaves: no sheaves of its own, not on the thread index. */
+struct pc_cache *slab_cache_create_internal(const char *name, size_t size);
 unsigned slab_cpu_partial(const struct pc_cache *s);
 unsigned slab_min_partial(const struct pc_cache *s);
+/* "sheaf.c" */
+bool sheaf_init(void);              /* choose the mode (once, from slab_init) */
+int sheaf_mode_get(void);
+unsigned sheaf_default_capacity(size_t size);
+void sheaf_cache_setup(struct pc_cache *s); /* at creation: slots or tindex */
+void sheaf_thread_exit(void);       /* the slab layer's thread_exit handler */
+/* Flush every CPU's (rseq) or the calling thread's sheaves of s, and its
+ * barns, into the slabs. Takes slot locks and barn locks. */
+void sheaf_flush_cache(struct pc_cache *s);
+/* Objects in s's sheaves and barns (racy sum, for pc_cache_info). */
+long sheaf_count_objects(struct pc_cache *s);
+/* "barn.c" */
+struct pc_sheaf *sheaf_new(struct pc_cache *s, unsigned capacity);
+void sheaf_free(struct pc_sheaf *sh);
+/* Give every object of sh back to the slabs (sh is the caller's alone). */
+void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh);
+/* A full sheaf of the cache's capacity from node's barn, or NULL. */
+struct pc_sheaf *barn_take_full(struct pc_cache *s, unsigned node);
+/* An empty sheaf of the cache's capacity from node's barn, or NULL. */
+struct pc_sheaf *barn_take_empty(struct pc_cache *s, unsigned node);
+/* Retire a sheaf the caller holds alone: to node's barn when it is full or
+ * empty, has the current capacity and the barn has room; otherwise its
+ * objects go to the slabs and it is freed. */
+void barn_put(struct pc_cache *s, unsigned node, struct pc_sheaf *sh);
+/* Empty node's barn: objects to the slabs, sheaves freed. */
+void barn_drain(struct pc_cache *s, unsigned node);
+/* Objects in node's full sheaves (under the barn lock). */
+long barn_count_objects(struct pc_cache *s, unsigned node);
+bool sheaf_caches_init(void);       /* the caches sheaves come from (once) */
 
 #endif /* PC_SLAB_H */

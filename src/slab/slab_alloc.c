@@ -292,6 +292,25 @@ void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
 	return obj;
 }
 
+unsigned slab_alloc_bulk(struct pc_cache *s, void **out, unsigned n)
+{
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
+	unsigned got = 0;
+	uint64_t tid;
+	pc_spin_lock(&c->lock);
+	void *fl = cpu_freelist_grab(c, &tid);
+	while (got < n) {
+		if (!fl && (fl = refill(s, c, pc_cpu_node((unsigned)(c - s->cpu)))) == NULL)
+			break; /* out of memory */
+		out[got++] = fl;
+		fl = slab_next(s, fl);
+	}
+	cpu_freelist_publish(c, tid, fl);
+	slab_stat(c, PC_SLAB_STAT_alloc_slowpath);
+	pc_spin_unlock(&c->lock);
+	return got;
+}
+
 /* Give everything CPU c holds back to the slabs and nodes. Caller holds
  * c->lock. Objects on the CPU freelist all belong to the CPU slab. */
 void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c)

@@ -1087,6 +1087,9 @@ TEST(out_of_memory)
 
 int main(void)
 {
+	/* White-box tests of the slab layer beneath the sheaves (whose own
+	 * tests are slab/sheaves*): without sheaves, every call reaches it. */
+	REQUIRE(pc_option_set(PC_OPT_SLUB_SHEAF_CAPACITY, 0, true) == 0);
 	pc_page_init();
 	if (!pin_cpu(0))
 		fprintf(stderr, "cannot pin to CPU 0: the tests that need it are skipped\n");

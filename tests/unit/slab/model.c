@@ -315,6 +315,9 @@ TEST(random_model)
 
 int main(void)
 {
+	/* White-box tests of the slab layer beneath the sheaves (whose own
+	 * tests are slab/sheaves*): without sheaves, every call reaches it. */
+	REQUIRE(pc_option_set(PC_OPT_SLUB_SHEAF_CAPACITY, 0, true) == 0);
 	pc_page_init();
 	RUN(random_model);
 	return test_report();

@@ -285,6 +285,9 @@ TEST(pinned_threads_trade)
 
 int main(void)
 {
+	/* White-box tests of the slab layer beneath the sheaves (whose own
+	 * tests are slab/sheaves*): without sheaves, every call reaches it. */
+	REQUIRE(pc_option_set(PC_OPT_SLUB_SHEAF_CAPACITY, 0, true) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_NUMA_FAKE, 2, true) == 0);
 	pc_page_init();
 	two_cpus = os_cpu_count() >= 2 && pin_cpu(1) && pin_cpu(0);

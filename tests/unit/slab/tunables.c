@@ -7,11 +7,14 @@
  * Worker threads churn objects of several caches (allocate, stamp, hand over
  * through shared slots, check, free) while a tuner thread keeps setting
  * slub.max_order (0..4), slub.cpu_partial (0, 1, 2, 30, -1), slub.min_partial
- * (0, 5, 64) and slub.max_partial (-1, 0, 10, 100) and slub.min_objects, and
- * now and then shrinks a cache or calls pc_slab_reclaim(). The
+ * (0, 5, 64) and slub.max_partial (-1, 0, 10, 100) and slub.min_objects,
+ * slub.sheaf_capacity (0 = off, 1, 8, 64, -1) and slub.barn_sheaves (0, 1,
+ * 8), and now and then shrinks a cache or calls pc_slab_reclaim(). The
  * run is cut into epochs; between epochs every thread waits at a barrier and
  * the main thread checks each cache with pc_cache_check() against the number
- * of objects the threads hold (so the walker sees slabs of mixed orders on
+ * of objects the threads hold (in per-thread sheaf mode each worker first
+ * flushes its own sheaves, which only it can do: pc_cache_shrink in the
+ * worker) (so the walker sees slabs of mixed orders on
  * CPU slabs, CPU partial lists and node lists), then the next epoch starts.
  * At the end: everything freed, pc_cache_check() == 0, and for each
  * max_order 0..4, the cache reports the order pc_slab_calculate_order()
@@ -166,6 +169,9 @@ static void *worker_main(void *argp)
 		if (e == EPOCHS) /* the main thread has checked the last epoch */
 			break;
 		churn(w, EPOCH_OPS);
+		if (pc_sheaf_mode() == PC_SHEAF_MODE_THREAD) /* only we can flush ours */
+			for (unsigned c = 0; c < NCACHES; c++)
+				pc_cache_shrink(caches[c]);
 		pthread_barrier_wait(&epoch_end);
 	}
 	while (w->n > 0)
@@ -187,6 +193,8 @@ static void *tuner_main(void *arg)
 	static const long min_partial[] = { 0, 5, 64 };
 	static const long max_partial[] = { -1, 0, 10, 100 };
 	static const long min_objects[] = { -1, 1, 4, 32 };
+	static const long sheaf_capacity[] = { 0, 1, 8, 64, -1 };
+	static const long barn_sheaves[] = { 0, 1, 8 };
 	(void)arg;
 	while (!pc_load_relaxed(&tuner_stop)) {
 		uint64_t r = test_rand(&rng);
@@ -194,7 +202,9 @@ static void *tuner_main(void *arg)
 			pc_cache_shrink(caches[(r >> 36) % NCACHES]);
 		else if ((r >> 32) % 64 == 1)
 			pc_slab_reclaim(); /* every cache, under slab_mutex */
-		switch (r % 5) {
+		switch (r % 7) {
+		case 5: set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, sheaf_capacity[(r >> 8) % 5]); break;
+		case 6: set_opt(PC_OPT_SLUB_BARN_SHEAVES, barn_sheaves[(r >> 8) % 3]); break;
 		case 0: set_opt(PC_OPT_SLUB_MAX_ORDER, max_order[(r >> 8) % 5]); break;
 		case 1: set_opt(PC_OPT_SLUB_CPU_PARTIAL, cpu_partial[(r >> 8) % 5]); break;
 		case 2: set_opt(PC_OPT_SLUB_MIN_PARTIAL, min_partial[(r >> 8) % 3]); break;

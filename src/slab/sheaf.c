@@ -1,0 +1,449 @@
+/*
+ * slab/sheaf.c - the sheaf slow paths in both modes, flushing sheaves, the
+ * choice of mode, thread exit and signal-handler re-entry. The fast paths
+ * are inline in slab.h, the barns and sheaf memory in barn.c; the design,
+ * the locks and why a fast path can never commit to a sheaf that a slow path
+ * has taken are explained in slab.h, "Sheaves".
+ *
+ * Owns: sheaf_mode (written once by sheaf_init, inside slab_init's pc_once);
+ * thread_caches[] (index -> cache for thread mode, written under slab_mutex
+ * before the cache is published, read by exiting threads); and per thread:
+ * pc_thread_sheaves[], sheaf_depth, sheaf_deferred, sheaf_thread_done.
+ */
+#include "slab.h"
+
+#include <errno.h>
+
+#define PC_TLS __attribute__((tls_model("initial-exec")))
+
+struct pc_sheaf pc_sheaf_none, pc_sheaf_busy; /* count 0, capacity 0 */
+
+__thread struct pc_sheaf *pc_thread_sheaves[PC_THREAD_SHEAVES] PC_TLS = {
+	[0 ... PC_THREAD_SHEAVES - 1] = &pc_sheaf_none,
+};
+
+static int sheaf_mode;
+static struct pc_cache *_Atomic thread_caches[PC_THREAD_SHEAVES];
+static unsigned thread_next = 1; /* under slab_mutex */
+
+/* > 0 while this thread runs a sheaf slow path or flush: a signal handler
+ * that allocates then must not take the locks it may hold. */
+static __thread unsigned sheaf_depth PC_TLS;
+/* Objects freed by such a handler, chained through their free pointer. */
+static __thread void *_Atomic sheaf_deferred PC_TLS;
+/* Thread mode: this thread's exit handler ran; no new sheaves for it. */
+static __thread bool sheaf_thread_done PC_TLS;
+
+/* ---- the mode ------------------------------------------------------------------- */
+bool sheaf_init(void)
+{
+	long want = pc_option(PC_OPT_SLUB_SHEAF_MODE);
+	sheaf_mode = PC_SHEAF_MODE_THREAD;
+#if !defined(__SANITIZE_THREAD__) /* TSan cannot see the assembly's accesses */
+	if (want != PC_SHEAF_MODE_THREAD && os_rseq_setup())
+		sheaf_mode = PC_SHEAF_MODE_RSEQ;
+#else
+	(void)want;
+#endif
+	pc_option_set(PC_OPT_SLUB_SHEAF_MODE, sheaf_mode, true); /* report it */
+	return true;
+}
+
+int sheaf_mode_get(void) { return sheaf_mode; }
+
+unsigned sheaf_default_capacity(size_t size)
+{
+	size_t n = 16384 / size;
+	return (unsigned)PC_MAX((size_t)4, PC_MIN(n, (size_t)128));
+}
+
+/* Under slab_mutex, before s is published. */
+void sheaf_cache_setup(struct pc_cache *s)
+{
+	if (s->internal)
+		return;
+	if (sheaf_mode == PC_SHEAF_MODE_RSEQ) {
+		for (unsigned c = 0; c < os_cpu_count(); c++) {
+			pc_store_relaxed(&s->slots[c].main, &pc_sheaf_none);
+			pc_spin_init(&s->slots[c].lock);
+		}
+		return;
+	}
+	s->slots = NULL;
+	if (thread_next < PC_THREAD_SHEAVES) {
+		s->tindex = thread_next++;
+		pc_store_relaxed(&thread_caches[s->tindex], s);
+	}
+}
+
+static unsigned capacity_of(struct pc_cache *s)
+{
+	return pc_load_relaxed(&s->sheaf_capacity);
+}
+
+static void stat_here(struct pc_cache *s, enum pc_slab_stat item)
+{
+	slab_stat(&s->cpu[os_cpu_current()], item);
+}
+
+/* ---- re-entry from signal handlers -------------------------------------------------- */
+static void sheaf_enter(void)
+{
+	sheaf_depth++;
+	atomic_signal_fence(memory_order_seq_cst); /* before any lock is taken */
+}
+
+static PC_NOINLINE void drain_deferred(void)
+{
+	/* An exchange, so that a handler's push cannot be lost between our load
+	 * and store (same thread: the order needs no fence beyond this). */
+	void *list = pc_xchg_acquire(&sheaf_deferred, NULL);
+	while (list) {
+		struct pc_page *slab = pc_slab_of(list);
+		struct pc_cache *s = slab->owner;
+		void *next = slab_next(s, list);
+		pc_cache_free_inline(s, slab, list);
+		list = next;
+	}
+}
+
+static void sheaf_leave(void)
+{
+	atomic_signal_fence(memory_order_seq_cst); /* after every lock is released */
+	if (--sheaf_depth == 0 && pc_unlikely(pc_load_relaxed(&sheaf_deferred) != NULL))
+		drain_deferred();
+}
+
+/* A handler interrupted this thread's slow path: no lock may be taken. The
+ * slab fast path is lock-free; when it cannot serve, fail (ENOMEM). */
+static PC_NOINLINE void *reentrant_alloc(struct pc_cache *s)
+{
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
+	slab_stat(c, PC_SLAB_STAT_sheaf_reentrant);
+	for (int attempt = 0; attempt < 4; attempt++) {
+		/* Acquire: as in slab_alloc_fast. */
+		uint64_t tid = pc_load_acquire(&c->fl.word);
+		void *obj = pc_load_relaxed(&c->fl.ptr);
+		if (!obj || (tid & 1))
+			break;
+		if (pc_dcas(&c->fl, obj, tid, slab_next_racy(s, obj), tid + 2))
+			return obj;
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* ... and its frees wait on a per-thread list for the slow path's end. */
+static PC_NOINLINE void reentrant_free(struct pc_cache *s, void *obj)
+{
+	stat_here(s, PC_SLAB_STAT_sheaf_reentrant);
+	void *head = pc_load_relaxed(&sheaf_deferred);
+	do /* a compare-and-swap: a nested handler may push meanwhile */
+		slab_set_next(s, obj, head);
+	while (!pc_cas_weak_relaxed(&sheaf_deferred, &head, obj));
+}
+
+/* ---- bypass: straight to the slabs ---------------------------------------------------- */
+static void *bypass_alloc(struct pc_cache *s)
+{
+	if (!s->internal)
+		stat_here(s, PC_SLAB_STAT_sheaf_bypass);
+	return slab_alloc_fast(s);
+}
+
+static void bypass_free(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	if (!s->internal)
+		stat_here(s, PC_SLAB_STAT_sheaf_bypass);
+	slab_free_fast(s, slab, obj);
+}
+
+/* ---- rseq mode: per-CPU sheaves --------------------------------------------------------- */
+/*
+ * Make `fresh` (the caller's alone) CPU cpu's main sheaf in place of `old`,
+ * with the rseq compare-and-store run on cpu; slot->lock held, so only a
+ * migration of the caller can make it fail. The sheaf that is left over
+ * (old, or fresh if we moved) becomes the spare if there is none, else goes
+ * to the barn.
+ */
+static void install(struct pc_cache *s, struct pc_sheaf_slot *slot, unsigned cpu,
+		    unsigned node, struct pc_sheaf *old, struct pc_sheaf *fresh)
+{
+	struct pc_sheaf *left = os_rseq_slot_cas(s->slots, cpu, old, fresh) ? old : fresh;
+	if (left == &pc_sheaf_none)
+		return;
+	if (!slot->spare && left->capacity == capacity_of(s))
+		slot->spare = left;
+	else
+		barn_put(s, node, left);
+}
+
+/* An empty sheaf of the current capacity for CPU slot (spare, barn, new). */
+static struct pc_sheaf *empty_sheaf(struct pc_cache *s, struct pc_sheaf_slot *slot,
+				    unsigned node, unsigned cap)
+{
+	struct pc_sheaf *sh = slot->spare;
+	slot->spare = NULL;
+	if (sh && (sh->capacity != cap || sh->count != 0)) {
+		barn_put(s, node, sh);
+		sh = NULL;
+	}
+	if (!sh)
+		sh = barn_take_empty(s, node);
+	return sh ? sh : sheaf_new(s, cap);
+}
+
+static void *cpu_alloc(struct pc_cache *s)
+{
+	unsigned cap = capacity_of(s);
+	int32_t cpu = os_rseq_cpu_id();
+	if (cap == 0 || cpu < 0) /* sheaves off, or this thread has no rseq */
+		return bypass_alloc(s);
+	struct pc_sheaf_slot *slot = &s->slots[cpu];
+	unsigned node = pc_cpu_node((unsigned)cpu);
+	void *obj = NULL;
+	pc_spin_lock(&slot->lock);
+	struct pc_sheaf *main = pc_load_relaxed(&slot->main), *fresh = slot->spare;
+	if (fresh && fresh->count > 0) {
+		slot->spare = NULL;
+		slab_stat(&s->cpu[cpu], PC_SLAB_STAT_sheaf_swap);
+	} else if ((fresh = barn_take_full(s, node)) == NULL &&
+		   (fresh = empty_sheaf(s, slot, node, cap)) != NULL) {
+		fresh->count = slab_alloc_bulk(s, fresh->objects, fresh->capacity);
+		slab_stat(&s->cpu[cpu], PC_SLAB_STAT_sheaf_refill);
+	}
+	if (fresh && fresh->count > 0) {
+		obj = fresh->objects[--fresh->count];
+		install(s, slot, (unsigned)cpu, node, main, fresh);
+	} else if (fresh) {
+		barn_put(s, node, fresh); /* the slabs had nothing: out of memory */
+	}
+	pc_spin_unlock(&slot->lock);
+	return fresh ? obj : bypass_alloc(s);
+}
+
+static void cpu_free(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	unsigned cap = capacity_of(s);
+	int32_t cpu = os_rseq_cpu_id();
+	if (cap == 0 || cpu < 0) {
+		bypass_free(s, slab, obj);
+		return;
+	}
+	struct pc_sheaf_slot *slot = &s->slots[cpu];
+	unsigned node = pc_cpu_node((unsigned)cpu);
+	pc_spin_lock(&slot->lock);
+	struct pc_sheaf *main = pc_load_relaxed(&slot->main), *fresh = slot->spare;
+	if (fresh && fresh->count < fresh->capacity && fresh->capacity == cap) {
+		slot->spare = NULL;
+		slab_stat(&s->cpu[cpu], PC_SLAB_STAT_sheaf_swap);
+	} else {
+		fresh = barn_take_empty(s, node);
+		if (!fresh)
+			fresh = sheaf_new(s, cap);
+	}
+	if (fresh) {
+		fresh->objects[fresh->count++] = obj;
+		install(s, slot, (unsigned)cpu, node, main, fresh);
+	}
+	pc_spin_unlock(&slot->lock);
+	if (!fresh) /* no memory for a sheaf */
+		bypass_free(s, slab, obj);
+}
+
+/* ---- thread mode: per-thread sheaves ----------------------------------------------------- */
+/* Whether this thread may keep a sheaf of s; if not, its current one goes. */
+static bool thread_may_keep(struct pc_cache *s, struct pc_sheaf **entry, unsigned cap)
+{
+	if (s->tindex != 0 && cap != 0 && !sheaf_thread_done && pc_life_thread_enroll())
+		return true;
+	struct pc_sheaf *cur = *entry;
+	if (cur != &pc_sheaf_none) {
+		*entry = &pc_sheaf_none;
+		barn_put(s, pc_cpu_node(os_cpu_current()), cur);
+	}
+	return false;
+}
+
+static void *thread_alloc(struct pc_cache *s)
+{
+	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
+	struct pc_sheaf *cur = *entry, *fresh;
+	unsigned cap = capacity_of(s);
+	/* busy: we interrupted this thread's fast path (we are a signal
+	 * handler); it holds no lock, so the slabs are safe to use. */
+	if (cur == &pc_sheaf_busy || !thread_may_keep(s, entry, cap))
+		return bypass_alloc(s);
+	*entry = &pc_sheaf_busy; /* a handler now leaves this entry alone */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (cur->count > 0) { /* a handler refilled it meanwhile */
+		void *obj = cur->objects[--cur->count];
+		atomic_signal_fence(memory_order_seq_cst);
+		*entry = cur;
+		return obj;
+	}
+	unsigned node = pc_cpu_node(os_cpu_current());
+	if ((fresh = barn_take_full(s, node)) == NULL) {
+		fresh = cur != &pc_sheaf_none && cur->capacity == cap ? cur : NULL;
+		if (!fresh && (fresh = barn_take_empty(s, node)) == NULL)
+			fresh = sheaf_new(s, cap);
+		if (fresh) {
+			fresh->count = slab_alloc_bulk(s, fresh->objects, fresh->capacity);
+			stat_here(s, PC_SLAB_STAT_sheaf_refill);
+		}
+	}
+	if (cur != &pc_sheaf_none && cur != fresh)
+		barn_put(s, node, cur);
+	void *obj = fresh && fresh->count > 0 ? fresh->objects[--fresh->count] : NULL;
+	atomic_signal_fence(memory_order_seq_cst);
+	*entry = fresh ? fresh : &pc_sheaf_none;
+	return fresh ? obj : bypass_alloc(s);
+}
+
+static void thread_free(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
+	struct pc_sheaf *cur = *entry, *fresh;
+	unsigned cap = capacity_of(s);
+	if (cur == &pc_sheaf_busy || !thread_may_keep(s, entry, cap)) {
+		bypass_free(s, slab, obj);
+		return;
+	}
+	*entry = &pc_sheaf_busy; /* a handler now leaves this entry alone */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (cur->count < cur->capacity) { /* a handler made room meanwhile */
+		cur->objects[cur->count++] = obj;
+		atomic_signal_fence(memory_order_seq_cst);
+		*entry = cur;
+		return;
+	}
+	unsigned node = pc_cpu_node(os_cpu_current());
+	if ((fresh = barn_take_empty(s, node)) == NULL)
+		fresh = sheaf_new(s, cap);
+	if (cur != &pc_sheaf_none)
+		barn_put(s, node, cur);
+	if (fresh)
+		fresh->objects[fresh->count++] = obj;
+	atomic_signal_fence(memory_order_seq_cst);
+	*entry = fresh ? fresh : &pc_sheaf_none;
+	if (!fresh)
+		bypass_free(s, slab, obj);
+}
+
+/* Thread exit (lifecycle): this thread's sheaves go to the barns. */
+void sheaf_thread_exit(void)
+{
+	sheaf_thread_done = true;
+	if (sheaf_mode != PC_SHEAF_MODE_THREAD)
+		return;
+	sheaf_enter();
+	unsigned node = pc_cpu_node(os_cpu_current());
+	for (unsigned i = 1; i < PC_THREAD_SHEAVES; i++) {
+		struct pc_sheaf *cur = pc_thread_sheaves[i];
+		if (cur == &pc_sheaf_none || cur == &pc_sheaf_busy)
+			continue;
+		pc_thread_sheaves[i] = &pc_sheaf_none;
+		barn_put(pc_load_relaxed(&thread_caches[i]), node, cur);
+	}
+	sheaf_leave();
+}
+
+/* ---- the slow paths --------------------------------------------------------------------- */
+void *sheaf_alloc_slow(struct pc_cache *s)
+{
+	if (pc_unlikely(sheaf_depth != 0))
+		return reentrant_alloc(s);
+	sheaf_enter();
+	void *obj = s->slots ? cpu_alloc(s) : thread_alloc(s);
+	sheaf_leave();
+	if (!obj)
+		errno = ENOMEM;
+	return obj;
+}
+
+void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	if (pc_unlikely(sheaf_depth != 0)) {
+		reentrant_free(s, obj);
+		return;
+	}
+	sheaf_enter();
+	if (s->slots)
+		cpu_free(s, slab, obj);
+	else
+		thread_free(s, slab, obj);
+	sheaf_leave();
+}
+
+/* ---- flushing ------------------------------------------------------------------------- */
+/* rseq mode: detach every CPU's main and spare (the mains by a plain store
+ * of pc_sheaf_none), fence once, then flush what was detached. */
+static void flush_cpus(struct pc_cache *s)
+{
+	struct pc_sheaf *detached = NULL;
+	bool fence = false;
+	for (unsigned c = 0; c < os_cpu_count(); c++) {
+		struct pc_sheaf_slot *slot = &s->slots[c];
+		pc_spin_lock(&slot->lock);
+		struct pc_sheaf *main = pc_load_relaxed(&slot->main);
+		if (main != &pc_sheaf_none) {
+			pc_store_relaxed(&slot->main, &pc_sheaf_none); /* ordered by the fence */
+			main->next = detached; /* link: fast paths never touch it */
+			detached = main;
+			fence = true;
+		}
+		if (slot->spare) {
+			slot->spare->next = detached;
+			detached = slot->spare;
+			slot->spare = NULL;
+		}
+		pc_spin_unlock(&slot->lock);
+	}
+	if (fence)
+		os_rseq_fence(); /* now no fast path can commit to a detached main */
+	while (detached) {
+		struct pc_sheaf *next = detached->next;
+		sheaf_flush_objects(s, detached);
+		sheaf_free(detached);
+		detached = next;
+	}
+}
+
+void sheaf_flush_cache(struct pc_cache *s)
+{
+	if (s->internal)
+		return;
+	sheaf_enter();
+	if (s->slots) {
+		flush_cpus(s);
+	} else if (s->tindex != 0) {
+		struct pc_sheaf *cur = pc_thread_sheaves[s->tindex];
+		if (cur != &pc_sheaf_none && cur != &pc_sheaf_busy) {
+			pc_thread_sheaves[s->tindex] = &pc_sheaf_none;
+			sheaf_flush_objects(s, cur);
+			sheaf_free(cur);
+		}
+	}
+	for (unsigned i = 0; i < pc_node_count(); i++)
+		barn_drain(s, i);
+	stat_here(s, PC_SLAB_STAT_sheaf_flush_all);
+	sheaf_leave();
+}
+
+long sheaf_count_objects(struct pc_cache *s)
+{
+	long n = 0;
+	if (s->internal)
+		return 0;
+	for (unsigned c = 0; s->slots && c < os_cpu_count(); c++) {
+		struct pc_sheaf_slot *slot = &s->slots[c];
+		pc_spin_lock(&slot->lock);
+		/* Racy read of a live main's count: a statistic. */
+		n += *(volatile uint32_t *)&pc_load_relaxed(&slot->main)->count;
+		n += slot->spare ? slot->spare->count : 0;
+		pc_spin_unlock(&slot->lock);
+	}
+	for (unsigned i = 0; i < pc_node_count(); i++)
+		n += barn_count_objects(s, i);
+	return n;
+}
