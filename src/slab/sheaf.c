@@ -34,6 +34,17 @@ static __thread void *_Atomic sheaf_deferred PC_TLS;
 /* Thread mode: this thread's exit handler ran; no new sheaves for it. */
 static __thread bool sheaf_thread_done PC_TLS;
 
+void (*_Atomic pc_sheaf_test_hook)(struct pc_cache *s);
+
+/* Tests only: run the hook where a slow path holds its locks (slot lock, or
+ * a thread-mode entry marked busy). One relaxed load otherwise. */
+static void test_hook(struct pc_cache *s)
+{
+	void (*hook)(struct pc_cache *) = pc_load_relaxed(&pc_sheaf_test_hook);
+	if (pc_unlikely(hook != NULL))
+		hook(s);
+}
+
 /* ---- the mode ------------------------------------------------------------------- */
 bool sheaf_init(void)
 {
@@ -203,6 +214,7 @@ static void *cpu_alloc(struct pc_cache *s)
 	unsigned node = pc_cpu_node((unsigned)cpu);
 	void *obj = NULL;
 	pc_spin_lock(&slot->lock);
+	test_hook(s);
 	struct pc_sheaf *main = pc_load_relaxed(&slot->main), *fresh = slot->spare;
 	if (fresh && fresh->count > 0) {
 		slot->spare = NULL;
@@ -233,6 +245,7 @@ static void cpu_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 	struct pc_sheaf_slot *slot = &s->slots[cpu];
 	unsigned node = pc_cpu_node((unsigned)cpu);
 	pc_spin_lock(&slot->lock);
+	test_hook(s);
 	struct pc_sheaf *main = pc_load_relaxed(&slot->main), *fresh = slot->spare;
 	if (fresh && fresh->count < fresh->capacity && fresh->capacity == cap) {
 		slot->spare = NULL;
@@ -283,6 +296,7 @@ static void *thread_alloc(struct pc_cache *s)
 		return obj;
 	}
 	unsigned node = pc_cpu_node(os_cpu_current());
+	test_hook(s);
 	if ((fresh = barn_take_full(s, node)) == NULL) {
 		fresh = cur != &pc_sheaf_none && cur->capacity == cap ? cur : NULL;
 		if (!fresh && (fresh = barn_take_empty(s, node)) == NULL)
@@ -318,6 +332,7 @@ static void thread_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 		return;
 	}
 	unsigned node = pc_cpu_node(os_cpu_current());
+	test_hook(s);
 	if ((fresh = barn_take_empty(s, node)) == NULL)
 		fresh = sheaf_new(s, cap);
 	if (cur != &pc_sheaf_none)

@@ -534,6 +534,9 @@ int sheaf_mode_get(void);
 unsigned sheaf_default_capacity(size_t size);
 void sheaf_cache_setup(struct pc_cache *s); /* at creation: slots or tindex */
 void sheaf_thread_exit(void);       /* the slab layer's thread_exit handler */
+/* Tests only: called by the sheaf slow paths while they hold their locks
+ * (to raise a signal there deterministically). NULL = none. */
+extern void (*_Atomic pc_sheaf_test_hook)(struct pc_cache *s);
 /* Flush every CPU's (rseq) or the calling thread's sheaves of s, and its
  * barns, into the slabs. Takes slot locks and barn locks. */
 void sheaf_flush_cache(struct pc_cache *s);

@@ -1,0 +1,295 @@
+/*
+ * tests/unit/slab/sheaves.c - the sheaves in front of the slabs, white-box.
+ * Runs with rseq (slab/sheaves) and on the per-thread fallback
+ * (slab/sheaves_norseq: glibc registers no rseq area), and under
+ * ThreadSanitizer (always the fallback there).
+ *
+ *  - the mode is reported by pc_sheaf_mode and pcmalloc_ctl_get;
+ *  - frees go to the sheaf whatever slab the object is in, and the next
+ *    allocation takes the last freed object back (LIFO, no slab involved);
+ *  - pc_cache_shrink and pc_cache_check give every sheaf object back
+ *    (sheaf_objects 0, check exact), also for sheaves of another CPU that
+ *    a pinned thread filled (rseq: the membarrier flush);
+ *  - slub.sheaf_capacity = 0 empties the sheaves at once and later calls
+ *    bypass them; a new capacity applies to new sheaves;
+ *  - the barn keeps at most slub.barn_sheaves full sheaves;
+ *  - a constructor runs once per slot, never again for a recycled object;
+ *  - re-entry: a signal raised (by the test hook) while a slow path holds
+ *    its locks, whose handler allocates and frees from the same cache, does
+ *    not deadlock; the handler's allocation is an object or NULL with
+ *    ENOMEM, and its free is done when the slow path returns (check exact).
+ *
+ * PC_TEST_LABELS: tsan
+ */
+#define _GNU_SOURCE
+#include "slab/slab.h"
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+
+static long sheaf_objects(struct pc_cache *s)
+{
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	return info.sheaf_objects;
+}
+
+static uint64_t stat_of(struct pc_cache *s, enum pc_slab_stat k)
+{
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	return info.stats[k];
+}
+
+TEST(mode_reported)
+{
+	int mode = pc_sheaf_mode();
+	CHECK(mode == PC_SHEAF_MODE_RSEQ || mode == PC_SHEAF_MODE_THREAD);
+	long v = 0;
+	CHECK(pcmalloc_ctl_get("slub.sheaf_mode", &v) == 0);
+	CHECK_EQ(v, mode);
+	CHECK(pcmalloc_ctl_set("slub.sheaf_mode", 1) != 0); /* start-up only */
+#if defined(__SANITIZE_THREAD__)
+	CHECK_EQ(mode, PC_SHEAF_MODE_THREAD);
+#endif
+}
+
+TEST(free_to_sheaf_any_slab)
+{
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 32);
+	struct pc_cache *s = pc_cache_create("sheaf-lifo", 64, 0, NULL);
+	REQUIRE(s);
+	enum { N = 300 }; /* several slabs */
+	void *v[N];
+	for (int i = 0; i < N; i++)
+		REQUIRE((v[i] = pc_cache_alloc(s)) != NULL);
+	CHECK_EQ(pc_cache_check(s), N);
+	/* Frees in an order that hops between slabs; the last freed comes back
+	 * first. Pinned, so that one CPU's sheaf sees it all (rseq). */
+	bool pinned = pin_cpu(0);
+	for (int i = 0; i < N; i += 7)
+		pc_cache_free(s, v[i]);
+	if (pinned || pc_sheaf_mode() == PC_SHEAF_MODE_THREAD) {
+		void *again = pc_cache_alloc(s);
+		CHECK(again == v[N - 1 - (N - 1) % 7]);
+		pc_cache_free(s, again);
+	}
+	CHECK(sheaf_objects(s) > 0);
+	for (int i = 0; i < N; i++)
+		if (i % 7)
+			pc_cache_free(s, v[i]);
+	CHECK_EQ(pc_cache_check(s), 0); /* flushes the sheaves first */
+	CHECK_EQ(sheaf_objects(s), 0);
+	pc_cache_shrink(s);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+/* rseq: a thread on CPU 1 fills CPU 1's sheaves; the main thread on CPU 0
+ * shrinks: CPU 1's sheaves must be flushed remotely. */
+static struct pc_cache *remote_cache;
+static void *fill_on_cpu1(void *arg)
+{
+	(void)arg;
+	if (!pin_cpu(1))
+		return (void *)1;
+	void *v[40];
+	for (int i = 0; i < 40; i++)
+		v[i] = pc_cache_alloc(remote_cache);
+	for (int i = 0; i < 40; i++)
+		pc_cache_free(remote_cache, v[i]);
+	return NULL;
+}
+
+TEST(flush_other_cpu)
+{
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || os_cpu_count() < 2 || !pin_cpu(0)) {
+		fprintf(stderr, "  needs rseq and two CPUs: skipped\n");
+		return;
+	}
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 16);
+	remote_cache = pc_cache_create("sheaf-remote", 128, 0, NULL);
+	REQUIRE(remote_cache);
+	pthread_t t;
+	void *skipped;
+	REQUIRE(pthread_create(&t, NULL, fill_on_cpu1, NULL) == 0);
+	pthread_join(t, &skipped);
+	if (skipped) {
+		fprintf(stderr, "  cannot pin to CPU 1: skipped\n");
+		return;
+	}
+	CHECK(pc_load_relaxed(&remote_cache->slots[1].main) != &pc_sheaf_none);
+	CHECK(sheaf_objects(remote_cache) > 0);
+	uint64_t before = stat_of(remote_cache, PC_SLAB_STAT_sheaf_flush_all);
+	pc_cache_shrink(remote_cache);
+	CHECK_EQ(sheaf_objects(remote_cache), 0);
+	CHECK(pc_load_relaxed(&remote_cache->slots[1].main) == &pc_sheaf_none);
+	CHECK(stat_of(remote_cache, PC_SLAB_STAT_sheaf_flush_all) > before);
+	CHECK_EQ(pc_cache_destroy(remote_cache), 0);
+}
+
+TEST(capacity_changes)
+{
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 8);
+	struct pc_cache *s = pc_cache_create("sheaf-cap", 32, 0, NULL);
+	REQUIRE(s);
+	void *v[64];
+	for (int i = 0; i < 64; i++)
+		v[i] = pc_cache_alloc(s);
+	for (int i = 0; i < 64; i++)
+		pc_cache_free(s, v[i]);
+	CHECK(sheaf_objects(s) > 0);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 0); /* off: flushed now */
+	CHECK_EQ(sheaf_objects(s), 0);
+	uint64_t bypass = stat_of(s, PC_SLAB_STAT_sheaf_bypass);
+	for (int i = 0; i < 64; i++)
+		v[i] = pc_cache_alloc(s);
+	for (int i = 0; i < 64; i++)
+		pc_cache_free(s, v[i]);
+	CHECK_EQ(sheaf_objects(s), 0);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_sheaf_bypass) - bypass, 128);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 24);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.sheaf_capacity, 24);
+	for (int i = 0; i < 64; i++)
+		v[i] = pc_cache_alloc(s);
+	for (int i = 0; i < 64; i++)
+		pc_cache_free(s, v[i]);
+	CHECK(sheaf_objects(s) > 0);
+	CHECK_EQ(pc_cache_check(s), 0);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.sheaf_capacity, sheaf_default_capacity(info.size));
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+TEST(barn_bounded)
+{
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 4);
+	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 2);
+	struct pc_cache *s = pc_cache_create("sheaf-barn", 48, 0, NULL);
+	REQUIRE(s);
+	enum { N = 400 };
+	static void *v[N];
+	for (int i = 0; i < N; i++)
+		v[i] = pc_cache_alloc(s);
+	for (int i = 0; i < N; i++)
+		pc_cache_free(s, v[i]);
+	/* main + spare per CPU (rseq) or one per thread, and 2 full per barn */
+	long bound = 4L * (2 * (long)os_cpu_count() + 2 * (long)pc_node_count());
+	CHECK(sheaf_objects(s) <= bound);
+	CHECK(sheaf_objects(s) > 0);
+	CHECK_EQ(pc_cache_check(s), 0);
+	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 8);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+static _Atomic uint64_t ctor_calls;
+static void ctor(void *p)
+{
+	memset(p, 0xAB, 40);
+	pc_add_relaxed(&ctor_calls, 1);
+}
+
+TEST(constructor_once_per_slot)
+{
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 16);
+	struct pc_cache *s = pc_cache_create("sheaf-ctor", 40, 0, ctor);
+	REQUIRE(s);
+	void *v[200];
+	int bad = 0;
+	for (int round = 0; round < 5; round++) {
+		for (int i = 0; i < 200; i++) {
+			v[i] = pc_cache_alloc(s);
+			for (int k = 0; k < 40; k++)
+				bad += ((unsigned char *)v[i])[k] != 0xAB;
+		}
+		for (int i = 0; i < 200; i++)
+			pc_cache_free(s, v[i]); /* constructed state kept: untouched */
+	}
+	CHECK_EQ(bad, 0);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	CHECK_EQ(pc_load_relaxed(&ctor_calls), info.total_objects);
+	CHECK_EQ(pc_cache_check(s), 0);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+/* ---- re-entry from a signal handler ---------------------------------------------------- */
+static struct pc_cache *reentry_cache;
+static void *held_by_handler;
+static _Atomic int handler_allocs, handler_nulls, hook_fired;
+
+static void reentry_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	void *p = pc_cache_alloc(reentry_cache);
+	if (p) {
+		pc_add_relaxed(&handler_allocs, 1);
+		pc_cache_free(reentry_cache, p);
+	} else {
+		pc_add_relaxed(&handler_nulls, errno == ENOMEM);
+	}
+	if (held_by_handler) { /* a free while the slow path holds its locks */
+		pc_cache_free(reentry_cache, held_by_handler);
+		held_by_handler = NULL;
+	}
+	errno = saved;
+}
+
+static void raise_in_slow_path(struct pc_cache *s)
+{
+	if (s == reentry_cache && pc_load_relaxed(&hook_fired) < 4) {
+		pc_add_relaxed(&hook_fired, 1);
+		raise(SIGUSR1); /* delivered before raise returns, locks held */
+	}
+}
+
+TEST(signal_handler_reenters_slow_path)
+{
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 8);
+	reentry_cache = pc_cache_create("sheaf-reentry", 96, 0, NULL);
+	REQUIRE(reentry_cache);
+	signal(SIGUSR1, reentry_handler);
+	alarm(60); /* the watchdog fails a self-deadlock */
+	void *v[64];
+	for (int i = 0; i < 64; i++)
+		v[i] = pc_cache_alloc(reentry_cache);
+	held_by_handler = v[63];
+	pc_store_relaxed(&pc_sheaf_test_hook, raise_in_slow_path);
+	for (int i = 0; i < 63; i++) /* frees that fill sheaves: slow paths */
+		pc_cache_free(reentry_cache, v[i]);
+	for (int i = 0; i < 63; i++) /* allocations that empty them: slow paths */
+		v[i] = pc_cache_alloc(reentry_cache);
+	pc_store_relaxed(&pc_sheaf_test_hook, NULL);
+	alarm(0);
+	signal(SIGUSR1, SIG_DFL);
+	CHECK_EQ(pc_load_relaxed(&hook_fired), 4);
+	CHECK(held_by_handler == NULL);
+	CHECK_EQ(pc_load_relaxed(&handler_allocs) + pc_load_relaxed(&handler_nulls), 4);
+	for (int i = 0; i < 63; i++)
+		CHECK(v[i] != NULL);
+	CHECK_EQ(pc_cache_check(reentry_cache), 63); /* v[63] was freed, once */
+	for (int i = 0; i < 63; i++)
+		pc_cache_free(reentry_cache, v[i]);
+	CHECK_EQ(pc_cache_check(reentry_cache), 0);
+}
+
+int main(void)
+{
+	watchdog_install("sheaves: watchdog: the test hangs\n");
+	pc_page_init();
+	set_opt(PC_OPT_STATS_ENABLE, 1); /* the checks read counters */
+	RUN(mode_reported);
+	RUN(free_to_sheaf_any_slab);
+	RUN(flush_other_cpu);
+	RUN(capacity_changes);
+	RUN(barn_bounded);
+	RUN(constructor_once_per_slot);
+	RUN(signal_handler_reenters_slow_path);
+	return test_report();
+}
