@@ -66,7 +66,7 @@ void *pc_malloc(size_t size)
 {
 	/* Acquire: the class tables were published with a release. */
 	if (pc_likely(size <= PC_SMALL_MAX && pc_load_acquire(&pc_malloc_ready) == 2)) {
-		void *p = pc_cache_alloc_inline(pc_class_cache[pc_size_class(size)]);
+		void *p = pc_cache_alloc_try(pc_class_cache[pc_size_class(size)]);
 		if (pc_likely(p != NULL))
 			return p;
 	}

@@ -390,6 +390,13 @@ void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	sheaf_leave();
 }
 
+void sheaf_free_rseq(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	if (pc_likely(os_rseq_push(s->slots, obj)))
+		return;
+	sheaf_free_slow(s, slab, obj);
+}
+
 /* ---- flushing ------------------------------------------------------------------------- */
 /* rseq mode: detach every CPU's main and spare (the mains by a plain store
  * of pc_sheaf_none), fence once, then flush what was detached. */

@@ -448,6 +448,8 @@ PC_INLINE void slab_free_fast(struct pc_cache *s, struct pc_page *slab, void *ob
 /* "sheaf.c": the sheaf slow paths (any mode; see "Sheaves" above). */
 void *sheaf_alloc_slow(struct pc_cache *s);
 void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
+/* rseq mode's free: os_rseq_push, else sheaf_free_slow. */
+void sheaf_free_rseq(struct pc_cache *s, struct pc_page *slab, void *obj);
 
 /*
  * Allocation fast path. Preconditions: s is a live cache. Exits: the top of
@@ -480,16 +482,39 @@ PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
 }
 
 /*
+ * Allocation fast path only: the top of the current CPU's or thread's main
+ * sheaf, or NULL when that is empty (the caller then takes a slow path that
+ * ends in pc_cache_alloc_inline). Lets malloc tail-call its slow path, so
+ * that its fast path needs no stack frame.
+ */
+PC_INLINE void *pc_cache_alloc_try(struct pc_cache *s)
+{
+	if (pc_likely(s->slots != NULL))
+		return os_rseq_pop(s->slots);
+	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
+	struct pc_sheaf *sh = *entry;
+	uint32_t n = sh->count;
+	if (pc_unlikely(n == 0))
+		return NULL;
+	*entry = &pc_sheaf_busy;
+	atomic_signal_fence(memory_order_seq_cst); /* busy before the pop */
+	void *obj = sh->objects[n - 1];
+	sh->count = n - 1;
+	atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
+	*entry = sh;
+	return obj;
+}
+
+/*
  * Free fast path. Preconditions: obj is an allocated object of s, in slab
  * `slab`. Exits: obj pushed onto the current CPU's (rseq) or thread's main
  * sheaf, whatever slab it is in, or sheaf_free_slow() when that is full.
  */
 PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
-	struct pc_sheaf_slot *slots = s->slots;
-	if (pc_likely(slots != NULL)) {
-		if (pc_likely(os_rseq_push(slots, obj)))
-			return;
+	if (pc_likely(s->slots != NULL)) {
+		sheaf_free_rseq(s, slab, obj); /* a tail call: the caller keeps no frame */
+		return;
 	} else {
 		struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
 		struct pc_sheaf *sh = *entry;

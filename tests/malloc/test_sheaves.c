@@ -16,7 +16,7 @@
  *    critical section, since the workers do nothing else; an rseq abort or
  *    the busy marker of the fallback is then what keeps the sheaf whole);
  *  - fork_during_allocation: the main thread forks while workers allocate;
- *    the child allocates, checks and frees in every size class;
+ *    the child allocates, checks, frees and trims (a remote flush there);
  *  - thread_churn: 400 short threads, each leaving blocks for the next;
  *  - capacity_live: slub.sheaf_capacity changes (0 = off, 1, 16, default)
  *    while threads churn (each change flushes every CPU's sheaves).
@@ -171,6 +171,7 @@ static int child_work(void)
 			v[i] = obj_new(&rng);
 		for (int i = 0; i < 256; i++)
 			obj_free(v[i]);
+		p_malloc_trim(0); /* flushes every CPU's sheaves: a fence in the child */
 	}
 	return atomic_load(&damaged) == 0 && atomic_load(&nulls) == 0 ? 0 : 1;
 }
