@@ -417,6 +417,8 @@ static void reclaim_one(struct pc_cache *s, void *arg)
 
 void pc_slab_reclaim(void)
 {
+	if (pc_slab_reentered()) /* a signal handler inside our slow path */
+		return;
 	pc_cache_foreach(reclaim_one, NULL);
 }
 

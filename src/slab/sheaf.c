@@ -98,6 +98,11 @@ static void stat_here(struct pc_cache *s, enum pc_slab_stat item)
 }
 
 /* ---- re-entry from signal handlers -------------------------------------------------- */
+bool pc_slab_reentered(void)
+{
+	return sheaf_depth != 0;
+}
+
 static void sheaf_enter(void)
 {
 	sheaf_depth++;

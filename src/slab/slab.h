@@ -285,6 +285,9 @@ long pc_cache_check(struct pc_cache *s);
 /* Give back what caches hold (flush sheaves, CPU slabs and partial lists)
  * so the page allocator can reuse it; used before failing on out-of-memory. */
 void pc_slab_reclaim(void);
+/* True while the calling thread is inside a sheaf slow path or flush: code
+ * that runs then (a signal handler) must take no allocator lock. */
+bool pc_slab_reentered(void);
 /* The sheaf fast path in use (enum pc_sheaf_mode); starts the slab layer. */
 int pc_sheaf_mode(void);
 
