@@ -431,12 +431,18 @@ static void slab_prefork(void)
 {
 	pc_mutex_lock(&slab_mutex);
 	struct pc_list *it;
+	/* Two passes: a sheaf slow path holds a slot lock of one cache while it
+	 * takes c->lock of a sheaf cache (sheaf_new), so every slot and barn
+	 * lock of every cache comes before any c->lock or list_lock. */
 	pc_list_for_each(it, &cache_list) {
 		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned c = 0; s->slots && c < os_cpu_count(); c++)
 			pc_spin_lock(&s->slots[c].lock);
 		for (unsigned i = 0; i < pc_node_count(); i++)
 			pc_lock_acquire_for_fork(&s->barn[i]->lock);
+	}
+	pc_list_for_each(it, &cache_list) {
+		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&s->cpu[c].lock);
 		for (unsigned i = 0; i < pc_node_count(); i++)
@@ -453,6 +459,9 @@ static void slab_postfork_parent(void)
 			pc_lock_release(&s->node[i]->list_lock);
 		for (unsigned c = os_cpu_count(); c-- > 0;)
 			pc_spin_unlock(&s->cpu[c].lock);
+	}
+	for (it = cache_list.prev; it != &cache_list; it = it->prev) {
+		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned i = pc_node_count(); i-- > 0;)
 			pc_lock_release(&s->barn[i]->lock);
 		for (unsigned c = os_cpu_count(); s->slots && c-- > 0;)
