@@ -8,7 +8,7 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO=sudo
 need=""
 for pkg in cmake make gcc g++ binutils python3.11 libpython3.11-testsuite sqlite3 git \
-           redis-server redis-tools perl procps time pkg-config clang \
+           redis-server redis-tools perl procps time pkg-config clang valgrind \
            libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 python3-matplotlib; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need="$need $pkg"
 done

@@ -10,10 +10,16 @@
  * Out of memory: an allocation the OS refuses is retried once after the
  * slab caches give back their empty and partial slabs; then NULL + ENOMEM,
  * with no message and no abort. free() never changes errno.
+ *
+ * Valgrind (PCMALLOC_VALGRIND builds only; see src/memcheck.h): each public
+ * call brackets its work with pc_vg_enter/leave and announces the blocks it
+ * hands out and takes back; realloc then always moves.
  */
 #include "malloc.h"
 
 #include <errno.h>
+
+#include "../memcheck.h"
 #include <string.h>
 
 /* Give back what the caches hold so the page allocator can reuse it. */
@@ -64,7 +70,7 @@ static PC_NOINLINE void *malloc_slow(size_t size)
 	return malloc_aligned(8, size);
 }
 
-void *pc_malloc(size_t size)
+PC_INLINE void *malloc_inline(size_t size)
 {
 	/* Acquire: the class tables were published with a release. */
 	if (pc_likely(size <= PC_SMALL_MAX && pc_load_acquire(&pc_malloc_ready) == 2)) {
@@ -73,6 +79,14 @@ void *pc_malloc(size_t size)
 			return p;
 	}
 	return malloc_slow(size);
+}
+
+void *pc_malloc(size_t size)
+{
+	pc_vg_enter();
+	void *p = malloc_inline(size);
+	pc_vg_leave();
+	return pc_vg_alloc(p, size, 0);
 }
 
 static PC_COLD __attribute__((noreturn)) void bad_pointer(const char *func, const void *p)
@@ -124,24 +138,29 @@ static PC_NOINLINE void free_slow(void *p, enum block_kind kind, struct pc_page 
 
 void pc_free(void *p)
 {
+	pc_vg_enter();
+	pc_vg_free(p); /* before the allocator may hand p out again */
 	struct pc_page *pg = NULL;
 	enum block_kind kind = classify(p, &pg);
-	if (pc_likely(kind == BLOCK_SMALL)) {
+	if (pc_likely(kind == BLOCK_SMALL))
 		pc_cache_free_inline(pg->owner, pg, p);
-		return;
-	}
-	free_slow(p, kind, pg);
+	else
+		free_slow(p, kind, pg);
+	pc_vg_leave();
 }
 
 size_t pc_malloc_usable_size(const void *p)
 {
 	if (!p)
 		return 0;
+	pc_vg_enter();
 	struct pc_page *pg = NULL;
 	enum block_kind kind = classify(p, &pg);
 	if (kind == BLOCK_BAD)
 		bad_pointer("malloc_usable_size", p);
-	return block_usable(kind, pg, p);
+	size_t usable = block_usable(kind, pg, p);
+	pc_vg_leave();
+	return usable;
 }
 
 void *pc_calloc(size_t count, size_t size)
@@ -155,6 +174,8 @@ void *pc_calloc(size_t count, size_t size)
 	/* A huge block is a fresh mapping: the kernel zeroed it. */
 	if (p && total <= PC_LARGE_MAX)
 		memset(p, 0, total);
+	else if (p)
+		pc_vg_defined(p, total);
 	return p;
 }
 
@@ -169,7 +190,7 @@ static void *realloc_move(void *p, size_t old_usable, size_t size)
 	return q;
 }
 
-void *pc_realloc(void *p, size_t size)
+static void *realloc_impl(void *p, size_t size)
 {
 	if (!p)
 		return pc_malloc(size);
@@ -186,6 +207,8 @@ void *pc_realloc(void *p, size_t size)
 	if (kind == BLOCK_BAD)
 		bad_pointer("realloc", p);
 	size_t usable = block_usable(kind, pg, p);
+	if (pc_vg_running())
+		return realloc_move(p, usable, size);
 	/* A large block shrinks in place: its tail pages go back. */
 	if (kind == BLOCK_LARGE && size > PC_SMALL_MAX && size <= usable)
 		return large_shrink_in_place(pg, p, size) ? p : realloc_move(p, usable, size);
@@ -198,6 +221,14 @@ void *pc_realloc(void *p, size_t size)
 			return q;
 	}
 	return realloc_move(p, usable, size);
+}
+
+void *pc_realloc(void *p, size_t size)
+{
+	pc_vg_enter();
+	void *q = realloc_impl(p, size);
+	pc_vg_leave();
+	return q;
 }
 
 void *pc_reallocarray(void *p, size_t count, size_t size)
@@ -225,7 +256,10 @@ void *pc_memalign(size_t align, size_t size)
 	}
 	if (align <= 16)
 		return pc_malloc(align == 16 && size < 16 ? 16 : size);
-	return malloc_aligned(align, size);
+	pc_vg_enter();
+	void *p = malloc_aligned(align, size);
+	pc_vg_leave();
+	return pc_vg_alloc(p, size, 0);
 }
 
 void *pc_aligned_alloc(size_t align, size_t size)
@@ -254,6 +288,9 @@ size_t pc_trim(void)
 {
 	if (pc_load_acquire(&pc_malloc_ready) != 2) /* pairs with pc_once */
 		return 0;
+	pc_vg_enter(); /* flushing slabs writes free pointers into free objects */
 	pc_slab_reclaim();
-	return pc_page_trim();
+	size_t released = pc_page_trim();
+	pc_vg_leave();
+	return released;
 }

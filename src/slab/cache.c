@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../memcheck.h"
+
 const char *const pc_slab_stat_names[PC_SLAB_STAT_COUNT] = {
 #define PC_SLAB_STAT_NAME(name) #name,
 	PC_SLAB_STATS(PC_SLAB_STAT_NAME)
@@ -274,7 +276,11 @@ struct pc_cache *slab_cache_create_internal(const char *name, size_t size)
 
 void *pc_cache_alloc(struct pc_cache *s)
 {
-	return pc_cache_alloc_inline(s);
+	pc_vg_enter();
+	void *obj = pc_cache_alloc_inline(s);
+	pc_vg_leave();
+	/* With a constructor, an object keeps its constructed state: defined. */
+	return pc_vg_alloc(obj, s->object_size, s->ctor != NULL);
 }
 
 static PC_COLD void bad_cache_free(struct pc_cache *s, const void *obj, const struct pc_page *slab)
@@ -289,10 +295,13 @@ void pc_cache_free(struct pc_cache *s, void *obj)
 {
 	if (pc_unlikely(!obj))
 		return;
+	pc_vg_enter();
+	pc_vg_free(obj);
 	struct pc_page *slab = pc_slab_of(obj);
 	if (pc_unlikely(!slab || slab->owner != s || !pc_slab_is_slot(s, slab, obj)))
 		bad_cache_free(s, obj, slab);
 	pc_cache_free_inline(s, slab, obj);
+	pc_vg_leave();
 }
 
 struct pc_cache *pc_slab_cache_of(const void *p)
@@ -327,6 +336,7 @@ static size_t shrink_node(struct pc_cache *s, struct pc_cache_node *n)
 
 size_t pc_cache_shrink(struct pc_cache *s)
 {
+	pc_vg_enter(); /* flushing writes free pointers into free objects */
 	size_t freed = 0;
 	sheaf_flush_cache(s);
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
@@ -336,6 +346,7 @@ size_t pc_cache_shrink(struct pc_cache *s)
 	}
 	for (unsigned i = 0; i < pc_node_count(); i++)
 		freed += shrink_node(s, s->node[i]);
+	pc_vg_leave();
 	return freed;
 }
 

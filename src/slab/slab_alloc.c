@@ -11,6 +11,8 @@
 
 #include <errno.h>
 
+#include "../memcheck.h"
+
 struct pc_cache_node *slab_node(struct pc_cache *s, struct pc_page *slab)
 {
 	return s->node[pc_page_region(slab)->zone->node];
@@ -140,6 +142,7 @@ static struct pc_page *new_slab(struct pc_cache *s, unsigned node, void **chain)
 			s->ctor(obj);
 		slab_set_next(s, obj, i + 1 < objects ? obj + s->size : NULL);
 	}
+	pc_vg_noaccess(mem, PC_PAGE_SIZE << order); /* until objects are handed out */
 	pc_store_relaxed(&slab_word(slab)->ptr, NULL);
 	pc_store_relaxed(&slab_word(slab)->word, PC_SLAB_COUNTERS(objects, objects, 1));
 	struct pc_cache_node *n = slab_node(s, slab);
