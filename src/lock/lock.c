@@ -8,7 +8,8 @@
  *  - each thread's MCS nodes for generic MCS locks (lock_mcs_nodes, with a
  *    bitmask of slots in use): thread-local, so no locking;
  *  - the MCS nodes of locks held through pc_lock_acquire_for_fork: a global
- *    pool under lock_fork_lock (a leaf pc_spin);
+ *    pool that grows in chunks mapped from the OS, under lock_fork_lock (a
+ *    leaf pc_spin);
  *  - the registry: a singly linked list of registered locks, newest first.
  *    Writers serialise on lock_registry_lock (a leaf pc_spin); entries are
  *    never removed and their registry_next never changes once published, so
@@ -176,42 +177,69 @@ static void lock_mcs_acquire(struct pc_lock *l)
 
 /* ---- MCS nodes for pc_lock_acquire_for_fork ------------------------------------------- */
 /*
- * A prefork handler holds every lock of a class at once (all zones), more than
- * PC_LOCK_MAX_NESTED, so those MCS nodes come from a global pool instead:
- * PC_LOCK_FORK_NODES nodes, a bit each in lock_fork_used (under
- * lock_fork_lock, a leaf). Only forking threads use it, rarely.
+ * A prefork handler holds every lock of a class at once (all zones; every
+ * list_lock of every cache on every node, which caches x nodes can take to
+ * many thousands), more than PC_LOCK_MAX_NESTED, so those MCS nodes come from
+ * a global pool that grows: chunks of PC_LOCK_FORK_NODES nodes, the first
+ * static, more mapped from the OS when a fork needs them and kept for the
+ * next fork. A bit per node in its chunk's used map; the chunk list and the
+ * maps are under lock_fork_lock (a leaf). Only forking threads use it.
  */
-static struct pc_mcs_node lock_fork_nodes[PC_LOCK_FORK_NODES];
-static uint64_t lock_fork_used[PC_LOCK_FORK_NODES / 64];
+struct lock_fork_chunk {
+	struct lock_fork_chunk *next;
+	uint64_t used[PC_LOCK_FORK_NODES / 64];
+	struct pc_mcs_node nodes[PC_LOCK_FORK_NODES];
+};
+static struct lock_fork_chunk lock_fork_first;
 static struct pc_spin lock_fork_lock;
+
+/* A free node of chunk c, marked used, or NULL. Under lock_fork_lock. */
+static struct pc_mcs_node *lock_fork_chunk_take(struct lock_fork_chunk *c)
+{
+	for (unsigned w = 0; w < PC_ARRAY_SIZE(c->used); w++) {
+		if (c->used[w] == UINT64_MAX)
+			continue;
+		unsigned b = (unsigned)__builtin_ctzll(~c->used[w]);
+		c->used[w] |= 1ull << b;
+		return &c->nodes[w * 64 + b];
+	}
+	return NULL;
+}
 
 static struct pc_mcs_node *lock_fork_node_get(void)
 {
 	pc_spin_lock(&lock_fork_lock);
-	for (unsigned w = 0; w < PC_ARRAY_SIZE(lock_fork_used); w++) {
-		if (lock_fork_used[w] == UINT64_MAX)
-			continue;
-		unsigned b = (unsigned)__builtin_ctzll(~lock_fork_used[w]);
-		lock_fork_used[w] |= 1ull << b;
-		pc_spin_unlock(&lock_fork_lock);
-		return &lock_fork_nodes[w * 64 + b];
+	struct lock_fork_chunk *c = &lock_fork_first;
+	struct pc_mcs_node *n;
+	while (!(n = lock_fork_chunk_take(c))) {
+		if (!c->next) {
+			/* zeroed by the OS: every node free */
+			c->next = os_map(pc_align_up(sizeof(*c), PC_PAGE_SIZE), PC_PAGE_SIZE);
+			if (!c->next)
+				pc_fatal("out of memory for the MCS nodes of a fork");
+		}
+		c = c->next;
 	}
 	pc_spin_unlock(&lock_fork_lock);
-	pc_fatal("more than %d MCS locks held for fork at once", PC_LOCK_FORK_NODES);
+	return n;
 }
 
-PC_INLINE bool lock_fork_node_is(const struct pc_mcs_node *n)
+/* Give back n if it is a fork node; false if it is none (then it is some
+ * thread's own node). */
+static bool lock_fork_node_put(struct pc_mcs_node *n)
 {
-	return n >= lock_fork_nodes && n < lock_fork_nodes + PC_LOCK_FORK_NODES;
-}
-
-static void lock_fork_node_put(struct pc_mcs_node *n)
-{
-	size_t i = (size_t)(n - lock_fork_nodes);
 	pc_spin_lock(&lock_fork_lock);
-	pc_assert(lock_fork_used[i / 64] & (1ull << (i % 64)));
-	lock_fork_used[i / 64] &= ~(1ull << (i % 64));
+	for (struct lock_fork_chunk *c = &lock_fork_first; c; c = c->next) {
+		if (n < c->nodes || n >= c->nodes + PC_LOCK_FORK_NODES)
+			continue;
+		size_t i = (size_t)(n - c->nodes);
+		pc_assert(c->used[i / 64] & (1ull << (i % 64)));
+		c->used[i / 64] &= ~(1ull << (i % 64));
+		pc_spin_unlock(&lock_fork_lock);
+		return true;
+	}
 	pc_spin_unlock(&lock_fork_lock);
+	return false;
 }
 
 static void lock_mcs_release(struct pc_lock *l)
@@ -220,10 +248,10 @@ static void lock_mcs_release(struct pc_lock *l)
 	struct pc_mcs_node *n = l->mcs_owner_node;
 	l->mcs_owner_node = NULL;
 	pc_mcs_unlock(&l->u.mcs, n);
-	if (pc_unlikely(lock_fork_node_is(n)))
-		lock_fork_node_put(n);
-	else
+	if (pc_likely(lock_mcs_node_mine(n)))
 		lock_mcs_node_put(n);
+	else if (!lock_fork_node_put(n))
+		lock_mcs_node_put(n); /* another thread's: asserts */
 }
 
 /* ---- dispatch on the kind ------------------------------------------------------------- */
@@ -279,7 +307,7 @@ void pc_lock_reinit(struct pc_lock *l)
 	struct pc_mcs_node *n = l->mcs_owner_node;
 	if (n != NULL && lock_mcs_node_mine(n))
 		lock_mcs_used &= ~(1u << (unsigned)(n - lock_mcs_nodes));
-	else if (n != NULL && lock_fork_node_is(n))
+	else if (n != NULL)
 		lock_fork_node_put(n);
 	l->mcs_owner_node = NULL;
 	l->acquired_ns = 0;

@@ -199,8 +199,9 @@ void pc_lock_reinit(struct pc_lock *l);
 void pc_lock_acquire(struct pc_lock *l);
 /*
  * Acquire in a prefork handler, which may hold any number of locks at once:
- * an MCS lock takes its node from a global pool of PC_LOCK_FORK_NODES (not
- * from the PC_LOCK_MAX_NESTED per-thread ones). Not counted in statistics.
+ * an MCS lock takes its node from a global pool (not from the
+ * PC_LOCK_MAX_NESTED per-thread ones) that grows by PC_LOCK_FORK_NODES nodes
+ * mapped from the OS as needed. Not counted in statistics.
  * Undo with pc_lock_release (parent) or pc_lock_reinit (child).
  */
 #define PC_LOCK_FORK_NODES 4096
