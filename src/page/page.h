@@ -30,8 +30,12 @@
  * with a pcp lock held, so in practice it nests only outside zone->lock).
  *   pcp->lock   a spinlock only ever try-locked by allocation and free: if it
  *               is busy (another thread on the same CPU number, or one that
- *               migrated) the caller goes straight to the zone. Protects the
- *               pcp lists, count and scaling factors.
+ *               migrated) the caller goes straight to the zone. The drains
+ *               (pc_page_drain_all, trim), pc_page_check and the fork
+ *               handlers take it blocking, never with a zone lock held.
+ *               Protects the pcp lists, count and scaling factors.
+ *   fork        pc_page_prefork takes, zone by zone, grow_lock, every pcp
+ *               lock and zone->lock: the only place two zones' locks nest.
  *   zone->lock  the generic lock (kind from lock.kind). Protects the free
  *               areas, free/dirty counters and the state/order/dirty fields of
  *               every free block head of the zone.

@@ -73,7 +73,14 @@
  *       -> n->list_lock  (per cache and node: the node partial list,
  *                  nr_partial and the PC_SLAB_ON_PARTIAL flag; kind from
  *                  lock.kind, with statistics)
- *         -> page allocator locks (pcp -> zone).
+ *         -> page allocator locks (zone->grow_lock -> pcp->lock ->
+ *            zone->lock; see page.h).
+ *   A sheaf slow path holds its cache's slot lock while it allocates a sheaf
+ *   from a sheaf cache (whose c->lock it then takes), so slot locks come
+ *   before every c->lock. pc_slab_prefork holds slab_mutex, then every slot
+ *   and barn lock of every cache, then for every cache in list order all its
+ *   c->locks and list_locks: the only place locks of two caches nest, and
+ *   src/README.md says why that is safe.
  *   Lock-free: the fast paths (sheaf and slab) and the slab freelist word.
  *
  * ---- Fast path safety in user space (the kernel's this_cpu_cmpxchg_double
