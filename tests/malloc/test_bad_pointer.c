@@ -6,14 +6,14 @@
  *    middle; tests/unit/slab/slots.c checks every byte of a slab), of large blocks
  *    (inside the first page and on a later page) and of huge blocks;
  *  - a double free of a large block;
+ *  - a double free of a huge block;
  *  - a stack pointer, a pointer into a foreign mapping, a pointer into
- *    unmapped memory;
+ *    unmapped memory, a page-aligned pointer with nothing mapped below it;
  * through free, realloc and malloc_usable_size. Each case runs in a forked
  * child with its stderr on a pipe; the parent checks that the child died of
  * SIGABRT and wrote "pcmalloc: fatal: <function>(" ... "invalid pointer".
- * Only the cases that are refused without reading the memory around the
- * pointer are here; see the report of issue 12 for page-aligned foreign
- * pointers (huge-block look-up).
+ * Page-aligned foreign pointers and freed huge blocks rely on the table of
+ * live huge blocks (malloc.h), which never reads memory pcmalloc did not map.
  */
 #define _GNU_SOURCE
 #include "malloc_test.h"
@@ -108,6 +108,21 @@ static void *foreign_mapping(void)
 	return m + 4096 + 16;
 }
 static void *unmapped(void) { return (void *)(uintptr_t)0x10; }
+/* Page aligned, with nothing mapped in the page before it: the case that once
+ * made free() read a huge-block header that was not there (a segfault). */
+static void *foreign_page_aligned(void)
+{
+	char *m = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(m != MAP_FAILED);
+	munmap(m, 4096);
+	return m + 4096;
+}
+static void *huge_freed(void)
+{
+	void *p = p_malloc(8 * MiB);
+	p_free(p);
+	return p;
+}
 
 TEST(interior_small)
 {
@@ -141,6 +156,8 @@ TEST(foreign)
 		CHECK(refused((enum call)c, stack_pointer, "stack"));
 		CHECK(refused((enum call)c, foreign_mapping, "foreign mapping"));
 		CHECK(refused((enum call)c, unmapped, "unmapped"));
+		CHECK(refused((enum call)c, foreign_page_aligned, "page aligned, nothing below"));
+		CHECK(refused((enum call)c, huge_freed, "freed huge"));
 	}
 }
 
