@@ -83,13 +83,13 @@ static unsigned barn_limit(void)
 
 /* Pop the first sheaf of *list that has the cache's current capacity;
  * sheaves of an older capacity met on the way are unlinked onto *stale. */
-static struct pc_sheaf *barn_pop(struct pc_sheaf **list, unsigned *nr, unsigned capacity,
+static struct pc_sheaf *barn_pop(struct pc_sheaf **list, _Atomic unsigned *nr, unsigned capacity,
 				 struct pc_sheaf **stale)
 {
 	while (*list) {
 		struct pc_sheaf *sh = *list;
 		*list = sh->next;
-		(*nr)--;
+		pc_store_relaxed(nr, pc_load_relaxed(nr) - 1); /* under lock */
 		if (sh->capacity == capacity)
 			return sh;
 		sh->next = *stale;
@@ -114,8 +114,8 @@ static struct pc_sheaf *barn_take(struct pc_cache *s, unsigned node, bool full)
 	struct pc_barn *b = s->barn[node];
 	unsigned capacity = pc_load_relaxed(&s->sheaf_capacity);
 	struct pc_sheaf *stale = NULL, *sh;
-	/* Racy peek: an empty barn costs no lock round trip. */
-	if ((full ? b->full : b->empty) == NULL)
+	/* Racy peek (see struct pc_barn): an empty barn costs no lock round trip. */
+	if (pc_load_relaxed(full ? &b->nr_full : &b->nr_empty) == 0)
 		return NULL;
 	pc_lock_acquire(&b->lock);
 	sh = full ? barn_pop(&b->full, &b->nr_full, capacity, &stale)
@@ -144,12 +144,13 @@ static bool barn_push(struct pc_barn *b, struct pc_sheaf *sh, bool full)
 {
 	bool done = false;
 	pc_lock_acquire(&b->lock);
-	unsigned *nr = full ? &b->nr_full : &b->nr_empty;
-	if (*nr < barn_limit()) {
+	_Atomic unsigned *nr = full ? &b->nr_full : &b->nr_empty;
+	unsigned n = pc_load_relaxed(nr);
+	if (n < barn_limit()) {
 		struct pc_sheaf **list = full ? &b->full : &b->empty;
 		sh->next = *list;
 		*list = sh;
-		(*nr)++;
+		pc_store_relaxed(nr, n + 1); /* under lock */
 		done = true;
 	}
 	pc_lock_release(&b->lock);
@@ -181,7 +182,8 @@ void barn_drain(struct pc_cache *s, unsigned node)
 	pc_lock_acquire(&b->lock);
 	struct pc_sheaf *full = b->full, *empty = b->empty;
 	b->full = b->empty = NULL;
-	b->nr_full = b->nr_empty = 0;
+	pc_store_relaxed(&b->nr_full, 0);
+	pc_store_relaxed(&b->nr_empty, 0);
 	pc_lock_release(&b->lock);
 	sheaf_chain_free(s, full);
 	sheaf_chain_free(s, empty);

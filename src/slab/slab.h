@@ -211,7 +211,10 @@ _Static_assert(sizeof(struct pc_sheaf_slot) == 1 << OS_RSEQ_SLOT_SHIFT, "slot si
 struct pc_barn {
 	struct pc_lock lock;
 	struct pc_sheaf *full, *empty; /* under lock, linked through next */
-	unsigned nr_full, nr_empty;    /* under lock; each <= slub.barn_sheaves */
+	/* Written under lock; each <= slub.barn_sheaves. Atomic (relaxed) so
+	 * that barn_take may peek at them without the lock: a stale count only
+	 * costs a lock round trip or a missed sheaf, never a wrong one. */
+	_Atomic unsigned nr_full, nr_empty;
 	struct pc_lock_stats lock_stats;
 } PC_CACHE_ALIGNED;
 
