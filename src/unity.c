@@ -34,5 +34,6 @@
 #include "malloc/large.c"
 #include "malloc/huge.c"
 #include "malloc/huge_table.c"
+#include "malloc/huge_cache.c"
 #include "malloc/malloc.c"
 #include "malloc/override.c"

@@ -43,6 +43,8 @@
 	  "1 = a background thread releases free pages even when the program idles")\
 	X(VM_RELEASE_ADVICE, "vm.release_advice", 0, 0, 1, 1,                      \
 	  "how pages go back: 0 = madvise(MADV_DONTNEED), 1 = MADV_FREE")          \
+	X(VM_HUGE_CACHE_KB, "vm.huge_cache_kb", 262144, 0, 1L << 40, 1,            \
+	  "freed huge mappings kept for reuse within the release delay, at most")  \
 	X(LOCK_KIND, "lock.kind", 3, 0, 3, 0,                                      \
 	  "kind of zone lock and list_lock: spin, ticket, mcs, mutex")             \
 	X(STATS_ENABLE, "stats.enable", 0, 0, 1, 1,                                \

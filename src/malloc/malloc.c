@@ -27,6 +27,7 @@ void malloc_reclaim(void)
 {
 	pc_slab_reclaim();
 	pc_page_drain_all();
+	huge_cache_flush(); /* the delayed pool goes back before we fail */
 }
 
 /* Small, large or huge by size and alignment (align a power of two >= 8). */
@@ -171,8 +172,9 @@ void *pc_calloc(size_t count, size_t size)
 		return NULL;
 	}
 	void *p = pc_malloc(total);
-	/* A huge block is a fresh mapping: the kernel zeroed it. */
-	if (p && total <= PC_LARGE_MAX)
+	/* A huge block from a fresh mapping was zeroed by the kernel; one
+	 * from the cache of freed mappings holds old data. */
+	if (p && (total <= PC_LARGE_MAX || huge_recycled(p)))
 		memset(p, 0, total);
 	else if (p)
 		pc_vg_defined(p, total);
@@ -290,7 +292,7 @@ size_t pc_trim(void)
 		return 0;
 	pc_vg_enter(); /* flushing slabs writes free pointers into free objects */
 	pc_slab_reclaim();
-	size_t released = pc_page_trim();
+	size_t released = huge_cache_flush() + pc_page_trim();
 	pc_vg_leave();
 	return released;
 }

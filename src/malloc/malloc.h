@@ -8,7 +8,8 @@
  *          (the tail of the buddy block goes straight back), as SLUB passes
  *          page-sized kmalloc through to the page allocator (seed 002);
  *   huge   beyond: a mapping of its own with one header page in front,
- *          unmapped at free, resized with mremap.
+ *          cached for reuse after free (under the release delay, bounded
+ *          in bytes), then unmapped; resized with mremap.
  *
  * Which kind a pointer is: its page descriptor (pc_page_of) says SLAB/TAIL
  * (small) or LARGE; a pointer in no region is huge only if the table of live
@@ -56,6 +57,7 @@ struct pc_huge_header {
 	void *map_base;      /* start of the mapping (the header page or before) */
 	size_t map_size;     /* bytes mapped */
 	size_t align;        /* alignment asked for (PC_PAGE_SIZE if none) */
+	bool recycled;       /* from the cache: contents not zero */
 };
 
 /* "init.c" */
@@ -74,6 +76,14 @@ void *huge_realloc(void *p, size_t size);
 const struct pc_huge_header *huge_header(const void *p);
 size_t huge_bytes_mapped(void);
 size_t huge_count(void);
+bool huge_recycled(const void *p);
+/* "huge_cache.c": freed mappings kept for reuse (see the file). take
+ * returns a mapping of exactly `need` bytes, header unwritten, or NULL. */
+bool huge_cache_put(struct pc_huge_header *h);
+struct pc_huge_header *huge_cache_take(size_t need);
+size_t huge_cache_expire(void);
+size_t huge_cache_flush(void);
+size_t huge_cache_bytes(void);
 /* "huge_table.c": the set of live huge blocks (user pointers). insert fails
  * when the table cannot be mapped or is locally full. */
 bool huge_table_insert(const void *p);
