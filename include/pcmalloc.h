@@ -60,6 +60,11 @@ PCMALLOC_EXPORT size_t pc_cache_destroy(pc_cache_t *cache);
  * (settable only at start-up). */
 PCMALLOC_EXPORT int pcmalloc_ctl_get(const char *name, long *value);
 PCMALLOC_EXPORT int pcmalloc_ctl_set(const char *name, long value);
+/* Set a tunable from text, validated as a PCMALLOC_OPTIONS entry is: names
+ * for enum values ("lock.kind", "mcs"; "stats.print", "json"), numbers in
+ * strtol syntax, a path for stats.file. Errors as pcmalloc_ctl_set. */
+PCMALLOC_EXPORT int pcmalloc_ctl_set_text(const char *name, const char *value);
+
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include "lock/lock.c"
 #include "ctl/options.c"
 #include "ctl/ctl.c"
+#include "ctl/describe.c"
 #include "page/buddy.c"
 #include "page/pcp.c"
 #include "page/release.c"
@@ -37,3 +38,4 @@
 #include "malloc/huge_cache.c"
 #include "malloc/malloc.c"
 #include "malloc/override.c"
+#include "stats/start.c"

@@ -41,9 +41,9 @@ _Atomic long pc_option_values[PC_OPT_COUNT] = {
 static void fail_mmap_changed(long n) { os_fail_map_every((unsigned long)n); }
 static void fail_mmap_ppm_changed(long ppm) { os_fail_map_ppm((unsigned long)ppm); }
 
-static void (*_Atomic option_hooks[PC_OPT_COUNT])(long) = {
-	[PC_OPT_DEBUG_FAIL_MMAP] = fail_mmap_changed,
-	[PC_OPT_DEBUG_FAIL_MMAP_PPM] = fail_mmap_ppm_changed,
+static void (*_Atomic option_hooks[PC_OPT_COUNT][PC_OPTION_MAX_HOOKS])(long) = {
+	[PC_OPT_DEBUG_FAIL_MMAP] = { fail_mmap_changed },
+	[PC_OPT_DEBUG_FAIL_MMAP_PPM] = { fail_mmap_ppm_changed },
 };
 
 int pc_option_find(const char *name)
@@ -55,10 +55,25 @@ int pc_option_find(const char *name)
 }
 
 const char *pc_option_name(enum pc_option o) { return option_table[o].name; }
+const char *pc_option_description(enum pc_option o) { return option_table[o].description; }
+bool pc_option_runtime(enum pc_option o) { return option_table[o].runtime; }
+long pc_option_default(enum pc_option o) { return option_table[o].def; }
+long pc_option_min(enum pc_option o) { return option_table[o].min; }
+long pc_option_max(enum pc_option o) { return option_table[o].max; }
 
 void pc_option_on_change(enum pc_option o, void (*hook)(long value))
 {
-	pc_store_relaxed(&option_hooks[o], hook);
+	for (int i = 0; i < PC_OPTION_MAX_HOOKS; i++) {
+		void (*h)(long) = pc_load_relaxed(&option_hooks[o][i]);
+		if (h == hook)
+			return;
+		if (h == NULL) {
+			pc_store_relaxed(&option_hooks[o][i], hook);
+			return;
+		}
+	}
+	pc_fatal("more than %d change hooks for option %s", PC_OPTION_MAX_HOOKS,
+		 option_table[o].name);
 }
 
 int pc_option_set(enum pc_option o, long value, bool before_start)
@@ -73,20 +88,24 @@ int pc_option_set(enum pc_option o, long value, bool before_start)
 		return -1;
 	}
 	pc_store_relaxed(&pc_option_values[o], value);
-	void (*hook)(long) = pc_load_relaxed(&option_hooks[o]);
-	if (hook)
-		hook(value);
+	for (int i = 0; i < PC_OPTION_MAX_HOOKS; i++) {
+		void (*hook)(long) = pc_load_relaxed(&option_hooks[o][i]);
+		if (hook)
+			hook(value);
+	}
 	return 0;
 }
 
 int pc_option_parse_value(enum pc_option o, const char *text, long *out)
 {
-	if (o == PC_OPT_LOCK_KIND) {
-		int k = pc_lock_kind_parse(text);
-		if (k >= 0) {
-			*out = k;
-			return 0;
-		}
+	int k = pc_option_value_parse_name(o, text);
+	if (k >= 0) {
+		*out = k;
+		return 0;
+	}
+	if (o == PC_OPT_STATS_FILE) { /* text: 1 when a path is given */
+		*out = text[0] != '\0';
+		return 0;
 	}
 	char *end;
 	errno = 0;
@@ -99,23 +118,20 @@ int pc_option_parse_value(enum pc_option o, const char *text, long *out)
 	return 0;
 }
 
-/* Apply "name=value"; bad entries are reported once and ignored. */
-static void apply_setting(const char *name, size_t name_len, const char *value)
+/* Apply "name=value" from `source`; a bad entry is reported and ignored. */
+static void apply_setting(const char *source, const char *name, size_t name_len,
+			  const char *value)
 {
-	char key[64];
-	if (name_len == 0 || name_len >= sizeof(key))
-		goto bad;
+	char key[64], msg[256];
+	if (name_len == 0 || name_len >= sizeof(key)) {
+		pc_message("%s: ignoring '%.*s=%s': unknown tunable (PCMALLOC_OPTIONS=help "
+			   "lists them)", source, (int)PC_MIN(name_len, (size_t)80), name, value);
+		return;
+	}
 	memcpy(key, name, name_len);
 	key[name_len] = '\0';
-	int o = pc_option_find(key);
-	long v;
-	if (o < 0 || pc_option_parse_value((enum pc_option)o, value, &v) != 0 ||
-	    pc_option_set((enum pc_option)o, v, true) != 0)
-		goto bad;
-	return;
-bad:
-	pc_message("ignoring option '%.*s=%s' (unknown name or bad value)",
-		   (int)name_len, name, value);
+	if (pc_option_apply_text(source, key, value, true, msg, sizeof(msg)) != 0)
+		pc_message("%s", msg);
 }
 
 /* Environment variable of an option: PCMALLOC_ + NAME with '.' -> '_'. */
@@ -135,10 +151,15 @@ static void parse_option_list(const char *list)
 			memcpy(item, list, len);
 			item[len] = '\0';
 			char *eq = strchr(item, '=');
-			if (eq)
-				apply_setting(item, (size_t)(eq - item), eq + 1);
+			if (strcmp(item, "help") == 0)
+				pc_options_help_request();
+			else if (eq)
+				apply_setting("PCMALLOC_OPTIONS", item, (size_t)(eq - item), eq + 1);
 			else
-				apply_setting(item, len, "");
+				apply_setting("PCMALLOC_OPTIONS", item, len, "");
+		} else if (len > 0) {
+			pc_message("PCMALLOC_OPTIONS: ignoring an entry of %zu characters "
+				   "(too long)", len);
 		}
 		list += len + (list[len] == ',');
 	}
@@ -154,7 +175,7 @@ static bool options_init_once(void)
 		env_name(option_table[i].name, var, sizeof(var));
 		const char *value = os_getenv(var);
 		if (value)
-			apply_setting(option_table[i].name, strlen(option_table[i].name), value);
+			apply_setting(var, option_table[i].name, strlen(option_table[i].name), value);
 	}
 	return true;
 }

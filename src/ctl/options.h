@@ -14,6 +14,16 @@
  * and every layer is written to work with either. Options marked runtime may
  * be set while threads run (pcmalloc_ctl_set); the others only at start-up.
  * A layer that must act on a change registers a hook (pc_option_on_change).
+ *
+ * Kinds of value: numbers (strtol syntax); names for enum options (lock.kind,
+ * stats.print: the number is the index of the name); text for stats.file
+ * (the value is 1 when a path is set; pc_option_text reads the path). A
+ * default of -1 "computed" is resolved by the layer that computes it, which
+ * registers a resolver (pc_option_on_resolve) so that help can show it.
+ *
+ * Messages: every rejected setting, from PCMALLOC_OPTIONS, a PCMALLOC_<NAME>
+ * variable or pcmalloc-ctl, gets one line naming the entry and what is
+ * accepted (pc_option_apply_text); the program runs on.
  */
 #ifndef PC_CTL_OPTIONS_H
 #define PC_CTL_OPTIONS_H
@@ -49,6 +59,12 @@
 	  "kind of zone lock and list_lock: spin, ticket, mcs, mutex")             \
 	X(STATS_ENABLE, "stats.enable", 0, 0, 1, 1,                                \
 	  "keep lock, zone and slab statistics")                                   \
+	X(STATS_PRINT, "stats.print", 0, 0, 2, 1,                                  \
+	  "print statistics at exit: none, text, json")                            \
+	X(STATS_FILE, "stats.file", 0, 0, 1, 0,                                    \
+	  "file (a path) that stats.print writes to; unset = stderr")             \
+	X(STATS_EXPORT, "stats.export", 0, 0, 1, 0,                                \
+	  "publish statistics and a command channel in /dev/shm (pcmalloc-top)")  \
 	X(SLUB_MIN_OBJECTS, "slub.min_objects", -1, -1, 1024, 1,                   \
 	  "objects a slab should hold at least; -1 = 4 * (fls(cpus) + 1)")         \
 	X(SLUB_MAX_ORDER, "slub.max_order", -1, -1, PC_MAX_ORDER, 1,               \
@@ -93,7 +109,47 @@ const char *pc_option_name(enum pc_option o);
 int pc_option_set(enum pc_option o, long value, bool before_start);
 /* Parse "name=value" text values (numbers, or names for enum options). */
 int pc_option_parse_value(enum pc_option o, const char *text, long *out);
-/* Called after each successful set with the new value. One hook per option. */
+/* Called after each successful set with the new value. Up to
+ * PC_OPTION_MAX_HOOKS hooks per option (registering one twice is a no-op);
+ * register during start-up, before any run-time set. */
+#define PC_OPTION_MAX_HOOKS 4
 void pc_option_on_change(enum pc_option o, void (*hook)(long value));
+
+/* "describe.c": validation with messages, text values, help. */
+/* The value in use: the option, or what its resolver computed when the
+ * option is -1 and a resolver is registered. */
+void pc_option_on_resolve(enum pc_option o, long (*resolve)(void));
+long pc_option_resolved(enum pc_option o);
+/* Set option `name` from text, validated as PCMALLOC_OPTIONS is. 0, or an
+ * errno value (ENOENT unknown name, EINVAL bad value or out of range, EPERM
+ * start-up only) with one line in msg saying which entry and what is
+ * accepted. `source` prefixes the message ("PCMALLOC_OPTIONS", ...). */
+int pc_option_apply_text(const char *source, const char *name, const char *text,
+			 bool before_start, char *msg, size_t size);
+/* The current value as text (names for enum options, the path for text). */
+void pc_option_format(enum pc_option o, char *buf, size_t size);
+/* The path of a text option, "" when unset. */
+const char *pc_option_text(enum pc_option o);
+/* PCMALLOC_OPTIONS held "help": the top layer prints pc_options_help once
+ * every layer has registered its resolvers. */
+bool pc_options_help_requested(void);
+void pc_options_help_request(void);
+/* Every tunable, one line each (no newline) passed to emit. */
+void pc_options_help(void (*emit)(const char *line, void *arg), void *arg);
+/* Description of option o, its range as text, and whether it is runtime. */
+const char *pc_option_description(enum pc_option o);
+void pc_option_range(enum pc_option o, char *buf, size_t size);
+bool pc_option_runtime(enum pc_option o);
+long pc_option_default(enum pc_option o);
+long pc_option_min(enum pc_option o);
+long pc_option_max(enum pc_option o);
+/* Enum options: the name of value v (NULL if o is no enum option or v out of
+ * range), and the value of a name (-1 if none). */
+const char *pc_option_value_name(enum pc_option o, long v);
+int pc_option_value_parse_name(enum pc_option o, const char *name);
+
+/* "ctl.c": names pcmalloc_ctl_get does not know as tunables go to the reader
+ * the statistics layer registers at start-up (0, or -1 with errno ENOENT). */
+void pc_ctl_set_stat_reader(int (*reader)(const char *name, long *value));
 
 #endif /* PC_CTL_OPTIONS_H */

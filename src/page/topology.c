@@ -40,6 +40,12 @@ struct pc_zone *pc_zone_preferred(unsigned cpu)
 	return &nodes[cpu_node[cpu]].zones[cpu_zone[cpu]];
 }
 
+/* vm.zone_instances as built: instances of node 0 (help shows it). */
+static long zone_instances_resolved(void)
+{
+	return nr_nodes ? (long)nodes[0].nr_zones : -1;
+}
+
 static void stats_hook(long on)
 {
 	pc_store_relaxed(&pc_lock_stats_enabled, on != 0);
@@ -122,6 +128,7 @@ static bool page_init_once(void)
 	pc_option_on_change(PC_OPT_STATS_ENABLE, stats_hook);
 	stats_hook(pc_option(PC_OPT_STATS_ENABLE));
 	zone_release_init();
+	pc_option_on_resolve(PC_OPT_VM_ZONE_INSTANCES, zone_instances_resolved);
 	map_cpus();
 	if (build_zones()) {
 		static const struct pc_life page_life = {

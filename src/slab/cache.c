@@ -28,8 +28,6 @@ static struct pc_list cache_list = { &cache_list, &cache_list };
 unsigned slab_cpu_partial(const struct pc_cache *s) { return pc_load_relaxed(&s->cpu_partial); }
 unsigned slab_min_partial(const struct pc_cache *s) { return pc_load_relaxed(&s->min_partial); }
 
-static unsigned fls_u(unsigned x) { return x ? pc_log2(x) + 1 : 0; }
-
 /* Smallest order whose slab holds n bytes. */
 static unsigned order_for_bytes(size_t n)
 {
@@ -39,10 +37,25 @@ static unsigned order_for_bytes(size_t n)
 	return order;
 }
 
+static unsigned fls_u(unsigned x) { return x ? pc_log2(x) + 1 : 0; }
+
 static unsigned max_order_tunable(void)
 {
 	long v = pc_option(PC_OPT_SLUB_MAX_ORDER);
 	return v >= 0 ? (unsigned)v : (os_cpu_count() >= 32 ? 4 : 3);
+}
+
+/* Computed defaults of the slub.* tunables (also shown by help). */
+static long max_order_resolved(void) { return (long)max_order_tunable(); }
+static long min_objects_resolved(void)
+{
+	long opt = pc_option(PC_OPT_SLUB_MIN_OBJECTS);
+	return opt > 0 ? opt : 4L * (fls_u(os_cpu_count()) + 1);
+}
+static long max_partial_resolved(void)
+{
+	long hi = pc_option(PC_OPT_SLUB_MAX_PARTIAL);
+	return hi >= 0 ? hi : 10L * PC_MAX(1L, (long)os_cpu_count() / 16);
 }
 
 /* First order in [min_order, max_order] wasting at most 1/fract of a slab;
@@ -68,8 +81,7 @@ static unsigned calc_slab_order(size_t size, unsigned min_order, unsigned max_or
 unsigned pc_slab_calculate_order(size_t size, unsigned *objects)
 {
 	unsigned max_order = max_order_tunable();
-	long opt = pc_option(PC_OPT_SLUB_MIN_OBJECTS);
-	size_t min_objects = opt > 0 ? (size_t)opt : 4u * (fls_u(os_cpu_count()) + 1);
+	size_t min_objects = (size_t)min_objects_resolved();
 	size_t max_objects = (PC_PAGE_SIZE << max_order) / size;
 	min_objects = PC_MAX((size_t)1, PC_MIN(min_objects, max_objects));
 	unsigned min_order = order_for_bytes(min_objects * size);
@@ -90,9 +102,7 @@ static void cache_retune(struct pc_cache *s)
 	unsigned objects, order = pc_slab_calculate_order(s->size, &objects);
 	pc_store_relaxed(&s->oo, (uint64_t)order << 32 | objects);
 	unsigned objects_per_slab = objects;
-	long lo = pc_option(PC_OPT_SLUB_MIN_PARTIAL), hi = pc_option(PC_OPT_SLUB_MAX_PARTIAL);
-	if (hi < 0)
-		hi = 10L * PC_MAX(1L, (long)os_cpu_count() / 16);
+	long lo = pc_option(PC_OPT_SLUB_MIN_PARTIAL), hi = max_partial_resolved();
 	long minp = PC_MAX(lo, PC_MIN(hi, (long)pc_log2(s->size) / 2));
 	pc_store_relaxed(&s->min_partial, (unsigned)minp);
 
@@ -155,6 +165,9 @@ static bool slab_init(void)
 	for (size_t i = 0; i < PC_ARRAY_SIZE(tunables); i++)
 		pc_option_on_change(tunables[i], retune_all);
 	pc_option_on_change(PC_OPT_SLUB_SHEAF_CAPACITY, capacity_changed);
+	pc_option_on_resolve(PC_OPT_SLUB_MAX_ORDER, max_order_resolved);
+	pc_option_on_resolve(PC_OPT_SLUB_MIN_OBJECTS, min_objects_resolved);
+	pc_option_on_resolve(PC_OPT_SLUB_MAX_PARTIAL, max_partial_resolved);
 	sheaf_init();
 	pc_life_register(&slab_life);
 	return true;
