@@ -108,7 +108,7 @@ static void report_zones(const char *bench)
 		drain_pages += atomic_load_explicit(&st->drain_pages, memory_order_relaxed);
 		for (int b = 0; b < PC_LOCK_HIST_BUCKETS; b++)
 			atomic_fetch_add_explicit(&hist[b],
-				atomic_load_explicit(&st->refill_hist[b], memory_order_relaxed),
+				atomic_load_explicit(&st->refill_ns.bucket[b], memory_order_relaxed),
 				memory_order_relaxed);
 	}
 	printf("{\"bench\":\"%s\",\"stat\":\"zones\",\"zones\":%u,\"refills\":%llu,"

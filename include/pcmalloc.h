@@ -65,6 +65,27 @@ PCMALLOC_EXPORT int pcmalloc_ctl_set(const char *name, long value);
  * strtol syntax, a path for stats.file. Errors as pcmalloc_ctl_set. */
 PCMALLOC_EXPORT int pcmalloc_ctl_set_text(const char *name, const char *value);
 
+/* ---- statistics (docs/statistics.md) ------------------------------------- */
+/*
+ * pcmalloc_ctl_get also reads statistics by name: "stats.allocated",
+ * "stats.active", "stats.resident", "stats.mapped", "stats.released",
+ * "stats.cache.<cache>.<field>", "stats.lock.<class>.<field>", ... (every
+ * name is listed in docs/statistics.md). Counters other than the totals are
+ * kept only while the tunable stats.enable is 1.
+ *
+ * format: "text" (slabinfo 2.1, lock_stat, funclatency histograms, totals),
+ * "json" (the same numbers) or "xml" (malloc_info's layout).
+ */
+/* Print to stats.file (if set) or stderr. 0, or -1 with errno (EINVAL: bad
+ * format; an error from opening or writing the file). */
+PCMALLOC_EXPORT int pcmalloc_stats_print(const char *format);
+/* The JSON snapshot in a buffer from malloc (release it with free), or NULL
+ * with errno ENOMEM. */
+PCMALLOC_EXPORT char *pcmalloc_stats_json(void);
+/* Format into buf like snprintf: returns the full length (which may exceed
+ * size; the text is then cut and NUL-terminated), or 0 with errno EINVAL for
+ * an unknown format. */
+PCMALLOC_EXPORT size_t pcmalloc_stats_format(const char *format, char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -58,11 +58,36 @@ unsigned pc_lock_hist_bucket(uint64_t ns)
 	return PC_MIN(pc_log2(ns), (unsigned)PC_LOCK_HIST_BUCKETS - 1);
 }
 
+void pc_min_relaxed(_Atomic uint64_t *p, uint64_t v)
+{
+	v = PC_MAX(v, (uint64_t)1);
+	uint64_t cur = pc_load_relaxed(p);
+	while ((cur == 0 || v < cur) && !pc_cas_weak_relaxed(p, &cur, v))
+		;
+}
+
 void pc_lock_stats_add_wait(struct pc_lock_stats *s, uint64_t ns)
 {
 	pc_add_relaxed(&s->wait_ns_total, ns);
 	pc_max_relaxed(&s->wait_ns_max, ns);
+	pc_min_relaxed(&s->wait_ns_min, ns);
 	pc_add_relaxed(&s->wait_hist[pc_lock_hist_bucket(ns)], 1);
+}
+
+void pc_hist_add(struct pc_hist *h, uint64_t value)
+{
+	pc_add_relaxed(&h->count, 1);
+	pc_add_relaxed(&h->sum, value);
+	pc_add_relaxed(&h->bucket[pc_lock_hist_bucket(value)], 1);
+}
+
+void pc_hist_merge(struct pc_hist *dst, const struct pc_hist *src)
+{
+	struct pc_hist *s = (struct pc_hist *)(uintptr_t)src;
+	pc_add_relaxed(&dst->count, pc_load_relaxed(&s->count));
+	pc_add_relaxed(&dst->sum, pc_load_relaxed(&s->sum));
+	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++)
+		pc_add_relaxed(&dst->bucket[i], pc_load_relaxed(&s->bucket[i]));
 }
 
 void pc_lock_stats_merge(struct pc_lock_stats *dst, const struct pc_lock_stats *src)
@@ -74,6 +99,12 @@ void pc_lock_stats_merge(struct pc_lock_stats *dst, const struct pc_lock_stats *
 	pc_max_relaxed(&dst->wait_ns_max, pc_load_relaxed(&s->wait_ns_max));
 	pc_add_relaxed(&dst->hold_ns_total, pc_load_relaxed(&s->hold_ns_total));
 	pc_max_relaxed(&dst->hold_ns_max, pc_load_relaxed(&s->hold_ns_max));
+	if (pc_load_relaxed(&s->wait_ns_min))
+		pc_min_relaxed(&dst->wait_ns_min, pc_load_relaxed(&s->wait_ns_min));
+	if (pc_load_relaxed(&s->hold_ns_min))
+		pc_min_relaxed(&dst->hold_ns_min, pc_load_relaxed(&s->hold_ns_min));
+	pc_add_relaxed(&dst->acq_bounces, pc_load_relaxed(&s->acq_bounces));
+	pc_add_relaxed(&dst->con_bounces, pc_load_relaxed(&s->con_bounces));
 	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++)
 		pc_add_relaxed(&dst->wait_hist[i], pc_load_relaxed(&s->wait_hist[i]));
 }
@@ -86,6 +117,10 @@ void pc_lock_stats_reset(struct pc_lock_stats *s)
 	pc_store_relaxed(&s->wait_ns_max, 0);
 	pc_store_relaxed(&s->hold_ns_total, 0);
 	pc_store_relaxed(&s->hold_ns_max, 0);
+	pc_store_relaxed(&s->wait_ns_min, 0);
+	pc_store_relaxed(&s->hold_ns_min, 0);
+	pc_store_relaxed(&s->acq_bounces, 0);
+	pc_store_relaxed(&s->con_bounces, 0);
 	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++)
 		pc_store_relaxed(&s->wait_hist[i], 0);
 }
@@ -98,11 +133,22 @@ PC_INLINE struct pc_lock_stats *lock_stats_on(const struct pc_lock *l)
 	return l->stats;
 }
 
-/* Count an acquisition and start its hold time (holder only). */
+/* Count an acquisition and start its hold time (holder only). A bounce, as
+ * in /proc/lock_stat, is an acquisition on another CPU than the last one:
+ * the lock's cache line moved. */
 static PC_NOINLINE void lock_stats_acquired(struct pc_lock *l, struct pc_lock_stats *s,
-					    uint64_t now)
+					    uint64_t now, bool contended)
 {
+	uint32_t cpu = os_cpu_current() + 1; /* 0: no measured acquisition yet */
 	pc_add_relaxed(&s->acquisitions, 1);
+	if (l->last_cpu != cpu) {
+		if (l->last_cpu != 0) {
+			pc_add_relaxed(&s->acq_bounces, 1);
+			if (contended)
+				pc_add_relaxed(&s->con_bounces, 1);
+		}
+		l->last_cpu = cpu;
+	}
 	l->acquired_ns = now != 0 ? now : 1; /* 0 means "not measured" */
 }
 
@@ -116,6 +162,7 @@ static PC_NOINLINE void lock_stats_released(struct pc_lock *l)
 		return;
 	pc_add_relaxed(&s->hold_ns_total, held);
 	pc_max_relaxed(&s->hold_ns_max, held);
+	pc_min_relaxed(&s->hold_ns_min, held);
 }
 
 /* ---- per-thread MCS nodes of the generic lock ----------------------------------------- */
@@ -329,7 +376,7 @@ static PC_NOINLINE void lock_acquire_slow(struct pc_lock *l)
 	uint64_t now = os_now_ns();
 	pc_add_relaxed(&s->contended, 1);
 	pc_lock_stats_add_wait(s, now - start);
-	lock_stats_acquired(l, s, now);
+	lock_stats_acquired(l, s, now, true);
 }
 
 /* Fast path: one try (uncontended); stats cost one branch when off. */
@@ -338,7 +385,7 @@ void pc_lock_acquire(struct pc_lock *l)
 	if (pc_likely(lock_try_kind(l))) {
 		struct pc_lock_stats *s = lock_stats_on(l);
 		if (pc_unlikely(s != NULL))
-			lock_stats_acquired(l, s, os_now_ns());
+			lock_stats_acquired(l, s, os_now_ns(), false);
 		return;
 	}
 	lock_acquire_slow(l);
@@ -361,7 +408,7 @@ bool pc_lock_try(struct pc_lock *l)
 		return false;
 	struct pc_lock_stats *s = lock_stats_on(l);
 	if (pc_unlikely(s != NULL))
-		lock_stats_acquired(l, s, os_now_ns());
+		lock_stats_acquired(l, s, os_now_ns(), false);
 	return true;
 }
 

@@ -37,7 +37,7 @@
 #ifndef PC_LOCK_H
 #define PC_LOCK_H
 
-#include "../internal.h"
+#include "../os/os.h"
 
 #define PC_LOCK_HIST_BUCKETS 40 /* log2 buckets of nanoseconds: [2^i, 2^(i+1)) */
 #define PC_LOCK_MAX_NESTED   8
@@ -59,11 +59,54 @@ struct pc_lock_stats {
 	_Atomic uint64_t contended;     /* acquisitions that had to wait */
 	_Atomic uint64_t wait_ns_total; /* time waited, contended acquisitions */
 	_Atomic uint64_t wait_ns_max;
+	_Atomic uint64_t wait_ns_min;   /* shortest contended wait (>= 1), 0 = none */
 	_Atomic uint64_t hold_ns_total; /* time held, all acquisitions */
 	_Atomic uint64_t hold_ns_max;
+	_Atomic uint64_t hold_ns_min;   /* shortest hold (>= 1), 0 = none */
+	_Atomic uint64_t acq_bounces;   /* acquired on another CPU than last time */
+	_Atomic uint64_t con_bounces;   /* ... of those, contended ones */
 	_Atomic uint64_t wait_hist[PC_LOCK_HIST_BUCKETS];
 };
 extern _Atomic bool pc_lock_stats_enabled;
+/* Lower *p to v (at least 1; 0 in *p means "none yet"). Relaxed: statistics. */
+void pc_min_relaxed(_Atomic uint64_t *p, uint64_t v);
+
+/*
+ * A log2 histogram of values (nanoseconds, pages, ...) with their count and
+ * sum, for the latency histograms of the statistics layer (pcp refill and
+ * drain, slab slow path). Bucket i counts values in [2^i, 2^(i+1)); 0 and 1
+ * go to bucket 0. Relaxed atomics: statistics only.
+ *
+ * The hooks in other layers are one line each, and cost one predicted
+ * branch while statistics are off:
+ *     uint64_t t0 = pc_stats_clock();   ...   pc_hist_add_since(&h, t0);
+ */
+struct pc_hist {
+	_Atomic uint64_t count, sum;
+	_Atomic uint64_t bucket[PC_LOCK_HIST_BUCKETS];
+};
+void pc_hist_add(struct pc_hist *h, uint64_t value);
+/* Add every bucket, the count and the sum of src into dst. */
+void pc_hist_merge(struct pc_hist *dst, const struct pc_hist *src);
+/* A start time while statistics are on, else 0 (no clock read). */
+PC_INLINE uint64_t pc_stats_clock(void)
+{
+	if (pc_likely(!pc_load_relaxed(&pc_lock_stats_enabled)))
+		return 0;
+	return os_now_ns() | 1; /* never 0: 0 means "not measured" */
+}
+/* Add the time since t0 (from pc_stats_clock) to h; nothing when t0 is 0. */
+PC_INLINE void pc_hist_add_since(struct pc_hist *h, uint64_t t0)
+{
+	if (pc_unlikely(t0 != 0))
+		pc_hist_add(h, os_now_ns() - t0);
+}
+/* Add value to h while statistics are on. */
+PC_INLINE void pc_hist_add_if_on(struct pc_hist *h, uint64_t value)
+{
+	if (pc_unlikely(pc_load_relaxed(&pc_lock_stats_enabled)))
+		pc_hist_add(h, value);
+}
 void pc_lock_stats_reset(struct pc_lock_stats *s);
 /* Add every counter of src into dst (maxima: the larger). */
 void pc_lock_stats_merge(struct pc_lock_stats *dst, const struct pc_lock_stats *src);
@@ -188,6 +231,8 @@ struct pc_lock {
 	} u;
 	struct pc_mcs_node *mcs_owner_node; /* written by the holder only */
 	uint64_t acquired_ns;               /* holder only; 0 unless stats on */
+	uint32_t last_cpu;                  /* holder only: CPU of the last measured
+					       acquisition (bounces) */
 	const char *name;                   /* class name, e.g. "zone" */
 	struct pc_lock_stats *stats;        /* NULL: this lock keeps none */
 	struct pc_lock *registry_next;      /* see pc_lock_register */

@@ -3,7 +3,8 @@
  * replaces malloc when preloaded or linked first: malloc, free, calloc,
  * realloc, reallocarray, posix_memalign, aligned_alloc, memalign, valloc,
  * pvalloc, malloc_usable_size, malloc_trim, mallinfo/mallinfo2, mallopt,
- * cfree, and the __libc_* aliases some programs call directly.
+ * malloc_stats, malloc_info, cfree, and the __libc_* aliases some programs
+ * call directly.
  *
  * Each forwards to the prefixed API with a direct jump (the library is
  * built with -fno-semantic-interposition, so no PLT in between).
@@ -12,6 +13,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define PC_ALIAS(name) __attribute__((alias(#name), visibility("default")))
@@ -105,6 +107,40 @@ PC_API struct mallinfo mallinfo(void)
 		.hblkhd = (int)m.hblkhd, .uordblks = (int)m.uordblks, .fordblks = (int)m.fordblks,
 	};
 	return mi;
+}
+
+/* glibc's report calls, answered by the statistics layer through the public
+ * API (docs/statistics.md): malloc_stats prints the text report (slabinfo,
+ * lock_stat, histograms, totals) to stats.file if set, else stderr;
+ * malloc_info writes glibc's XML layout to fp (options must be 0). */
+PC_API void malloc_stats(void)
+{
+	int saved = errno;
+	(void)pcmalloc_stats_print("text");
+	errno = saved;
+}
+
+PC_API int malloc_info(int options, FILE *fp)
+{
+	if (options != 0 || fp == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* Measure, then format; retry if the report grew in between. */
+	for (size_t need = pcmalloc_stats_format("xml", NULL, 0); need > 0;) {
+		char *buf = pc_malloc(need + 1);
+		if (!buf)
+			return -1;
+		size_t len = pcmalloc_stats_format("xml", buf, need + 1);
+		if (len <= need) {
+			size_t written = fwrite(buf, 1, len, fp);
+			pc_free(buf);
+			return written == len ? 0 : -1;
+		}
+		pc_free(buf);
+		need = len;
+	}
+	return -1;
 }
 
 /* The aliases repeat the targets' contracts; glibc's headers put attributes

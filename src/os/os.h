@@ -268,4 +268,25 @@ long os_parse_cpulist(const char *s, uint64_t *mask, unsigned nbits);
  * unmoved) if there is none or it is larger. */
 bool os_parse_number(const char **s, unsigned long max, unsigned long *out);
 
+/* ---- for the statistics layer ("export.c") ---------------------------------- */
+/* CPU time of the whole process (all threads, user + system), ns; 0 if unknown. */
+uint64_t os_process_cpu_ns(void);
+int os_getpid(void);
+/* Open (create 0644) a report file for appending; fd or -1 with errno. */
+int os_file_open_append(const char *path);
+/* Write all of buf to fd, retrying short writes; 0 or -1 with errno. */
+int os_write_all(int fd, const void *buf, size_t len);
+void os_close(int fd);
+/* Create the file at path (in /dev/shm) exclusively with mode 0600, owned by
+ * the caller, `size` bytes of zeroes, and map it shared. A stale file of our
+ * own at path is replaced; someone else's is left alone (NULL). NULL with
+ * errno on failure. */
+void *os_shm_create(const char *path, size_t size);
+/* Unmap (map may be NULL) and unlink. */
+void os_shm_remove(const char *path, void *map, size_t size);
+/* Futex on shared memory (other processes may wake it): sleep while *word ==
+ * expected, at most timeout_ns. 0 woken, -1 with errno (ETIMEDOUT, EAGAIN). */
+int os_futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, uint64_t timeout_ns);
+void os_futex_wake_shared(_Atomic uint32_t *word);
+
 #endif /* PC_OS_H */

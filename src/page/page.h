@@ -179,7 +179,9 @@ struct pc_zone_stats {
 	_Atomic uint64_t fallbacks;                   /* served by another zone */
 	_Atomic uint64_t regions_mapped, map_failures;
 	_Atomic uint64_t released_pages, release_calls;
-	_Atomic uint64_t refill_hist[PC_LOCK_HIST_BUCKETS]; /* refill ns, log2 */
+	_Atomic uint64_t pcp_frees;                   /* frees taken by the pcp */
+	struct pc_hist refill_ns, refill_batch;       /* refill time; pages moved */
+	struct pc_hist drain_ns, drain_batch;         /* drain time; pages moved */
 };
 
 struct pc_zone {

@@ -185,6 +185,8 @@ void pc_free_pages(void *p, unsigned order)
 		if (pc_likely(pc_spin_trylock(&pcp->lock))) {
 			bool drained = pcp_free(z, pcp, pg, order);
 			pc_spin_unlock(&pcp->lock);
+			if (page_stats_on())
+				pc_add_relaxed(&z->stats.pcp_frees, 1);
 			if (drained)
 				zone_maybe_release(z);
 			return;

@@ -104,7 +104,8 @@ static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
 		uint64_t ns = os_now_ns() - t0;
 		pc_add_relaxed(&z->stats.refills, 1);
 		pc_add_relaxed(&z->stats.refill_pages, (uint64_t)got << order);
-		pc_add_relaxed(&z->stats.refill_hist[pc_lock_hist_bucket(ns)], 1);
+		pc_hist_add(&z->stats.refill_ns, ns);
+		pc_hist_add(&z->stats.refill_batch, (uint64_t)got << order);
 	}
 	return got;
 }
@@ -129,6 +130,7 @@ struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
 void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 {
 	int moved = 0;
+	uint64_t t0 = pc_stats_clock();
 	pc_lock_acquire(&z->lock);
 	while (moved < pages && pcp->count > 0) {
 		for (unsigned o = 0; o <= PC_PCP_MAX_ORDER && moved < pages; o++) {
@@ -150,7 +152,9 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 	if (page_stats_on()) {
 		pc_add_relaxed(&z->stats.drains, 1);
 		pc_add_relaxed(&z->stats.drain_pages, (uint64_t)moved);
+		pc_hist_add(&z->stats.drain_batch, (uint64_t)moved);
 	}
+	pc_hist_add_since(&z->stats.drain_ns, t0);
 }
 
 /* Put a block on the pcp; past `high` pages, drain a scaled batch. Returns

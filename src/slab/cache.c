@@ -388,6 +388,33 @@ size_t pc_cache_destroy(struct pc_cache *s)
 	return 0;
 }
 
+/* Free slots of one slab: not in use (its own freelist). */
+static long slab_free_slots(struct pc_page *slab)
+{
+	uint64_t w = pc_load_relaxed(&slab_word(slab)->word);
+	return (long)PC_SLAB_OBJECTS(w) - (long)PC_SLAB_INUSE(w);
+}
+
+/* Free objects CPU c holds (CPU freelist, its slab's and its partial slabs'
+ * own freelists), under c->lock; counts its slabs into info. */
+static long cpu_free_objects(struct pc_cache *s, struct pc_cache_cpu *c,
+			     struct pc_cache_info *info)
+{
+	long n = 0;
+	pc_spin_lock(&c->lock);
+	struct pc_page *slab = pc_load_relaxed(&c->slab);
+	if (slab) {
+		info->cpu_slabs++;
+		n += slab_cpu_freelist_count(s, c) + slab_free_slots(slab);
+	}
+	for (struct pc_page *p = c->partial; p; p = (struct pc_page *)(void *)p->list.next) {
+		info->cpu_partial_slabs++;
+		n += slab_free_slots(p);
+	}
+	pc_spin_unlock(&c->lock);
+	return n;
+}
+
 void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 {
 	memset(info, 0, sizeof(*info));
@@ -416,12 +443,13 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 		info->total_objects += pc_load_relaxed(&n->total_objects);
 		pc_lock_stats_merge(&info->list_lock, &n->lock_stats);
 	}
-	info->active_objects = info->total_objects - free_on_partial;
+	long free_on_cpus = 0;
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
-		info->cpu_slabs += pc_load_relaxed(&s->cpu[c].slab) != NULL;
+		free_on_cpus += cpu_free_objects(s, &s->cpu[c], info);
 		for (int k = 0; k < PC_SLAB_STAT_COUNT; k++)
 			info->stats[k] += pc_load_relaxed(&s->cpu[c].stats[k]);
 	}
+	info->active_objects = info->total_objects - free_on_partial - free_on_cpus;
 }
 
 void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg)

@@ -246,6 +246,7 @@ struct pc_cache {
 	_Atomic uint32_t sheaf_capacity; /* of new sheaves; 0 = sheaves off */
 	struct pc_barn *barn[PC_MAX_NODES];
 	struct pc_cache_node *node[PC_MAX_NODES];
+	struct pc_hist alloc_slow_ns; /* slab_alloc_slow latency (stats on) */
 	struct pc_cache_cpu cpu[]; /* [os_cpu_count()] */
 };
 
@@ -272,11 +273,14 @@ struct pc_cache *pc_slab_cache_of(const void *p);
 /* Order and objects per slab the current tunables give for a slot size. */
 unsigned pc_slab_calculate_order(size_t size, unsigned *objects);
 
+/* active_objects counts objects handed out: every slot but the free ones on
+ * node partial lists, CPU freelists, CPU slabs and CPU partial slabs. */
 struct pc_cache_info {
 	const char *name;
 	size_t object_size, size;
 	unsigned order, objects_per_slab, min_partial, cpu_partial;
 	long slabs, total_objects, active_objects, partial_slabs, cpu_slabs;
+	long cpu_partial_slabs; /* slabs on CPU partial lists */
 	unsigned sheaf_capacity;
 	long sheaf_objects; /* of active_objects: in sheaves (CPU, barn), racy */
 	uint64_t stats[PC_SLAB_STAT_COUNT];
@@ -556,6 +560,9 @@ void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab);
 /* Discard every slab of a chain linked through list.next. */
 void slab_discard_chain(struct pc_cache *s, struct pc_page *chain);
 struct pc_cache_node *slab_node(struct pc_cache *s, struct pc_page *slab);
+/* Objects on CPU c's freelist, counted with the freelist taken (tid odd) so
+ * that no fast path changes it meanwhile. Caller holds c->lock. */
+long slab_cpu_freelist_count(struct pc_cache *s, struct pc_cache_cpu *c);
 /* "slab_free.c" */
 void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list);
 /* Fill out[0..n) from the slabs under c->lock once per slab (SLUB's bulk

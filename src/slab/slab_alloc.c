@@ -282,7 +282,7 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
 
 void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
 {
-	uint64_t tid;
+	uint64_t tid, t0 = pc_stats_clock();
 	pc_spin_lock(&c->lock);
 	void *obj = cpu_freelist_grab(c, &tid);
 	if (!obj)
@@ -290,6 +290,7 @@ void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
 	cpu_freelist_publish(c, tid, obj ? slab_next(s, obj) : NULL);
 	slab_stat(c, PC_SLAB_STAT_alloc_slowpath);
 	pc_spin_unlock(&c->lock);
+	pc_hist_add_since(&s->alloc_slow_ns, t0);
 	if (!obj)
 		errno = ENOMEM;
 	return obj;
@@ -344,4 +345,15 @@ void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c)
 	c->nr_partial = 0;
 	slab_unfreeze_partials(s, partial);
 	cpu_freelist_publish(c, tid, NULL);
+}
+
+long slab_cpu_freelist_count(struct pc_cache *s, struct pc_cache_cpu *c)
+{
+	uint64_t tid;
+	void *fl = cpu_freelist_grab(c, &tid);
+	long n = 0;
+	for (void *o = fl; o; o = slab_next(s, o))
+		n++;
+	cpu_freelist_publish(c, tid, fl);
+	return n;
 }

@@ -40,5 +40,9 @@ $cc "$here/probe.c" "$lib/pcmalloc.o" -lpthread -o "$tmp/po" && check pcmalloc.o
 $cc "$here/probe.c" -o "$tmp/plain"
 check pcmalloc-run "$tmp/prefix/bin/pcmalloc-run" -- "$tmp/plain"
 [ "$("$tmp/plain")" = other ] && pass=$((pass+1)) || { echo "FAIL: plain program already on pcmalloc?"; fail=$((fail+1)); }
+for tool in pcmalloc-top pcmalloc-ctl; do # installed, and they run
+	if "$tmp/prefix/bin/$tool" 2>/dev/null; [ $? -eq 64 ]; then pass=$((pass+1)); else
+		echo "FAIL: $tool not installed or does not run"; fail=$((fail+1)); fi
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

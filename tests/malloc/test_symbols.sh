@@ -20,6 +20,7 @@ fi
 c_api=(
 	malloc free calloc realloc reallocarray posix_memalign aligned_alloc
 	memalign valloc pvalloc malloc_usable_size malloc_trim mallinfo2 mallopt
+	malloc_stats malloc_info
 	cfree
 	__libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign
 	__libc_valloc __libc_pvalloc
@@ -38,6 +39,8 @@ cxx_api=(
 )
 prefixed_api=(
 	pc_malloc pc_free pc_calloc pc_realloc pc_aligned_alloc pc_malloc_usable_size
+	pcmalloc_ctl_get pcmalloc_ctl_set pcmalloc_ctl_set_text
+	pcmalloc_stats_print pcmalloc_stats_json pcmalloc_stats_format
 )
 
 # Defined dynamic symbols, version suffixes (@@VER, @VER) stripped.
