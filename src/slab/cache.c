@@ -52,6 +52,7 @@ static long min_objects_resolved(void)
 	long opt = pc_option(PC_OPT_SLUB_MIN_OBJECTS);
 	return opt > 0 ? opt : 4L * (fls_u(os_cpu_count()) + 1);
 }
+static long sheaf_mode_resolved(void) { return sheaf_mode_get(); }
 static long max_partial_resolved(void)
 {
 	long hi = pc_option(PC_OPT_SLUB_MAX_PARTIAL);
@@ -168,6 +169,7 @@ static bool slab_init(void)
 	pc_option_on_resolve(PC_OPT_SLUB_MAX_ORDER, max_order_resolved);
 	pc_option_on_resolve(PC_OPT_SLUB_MIN_OBJECTS, min_objects_resolved);
 	pc_option_on_resolve(PC_OPT_SLUB_MAX_PARTIAL, max_partial_resolved);
+	pc_option_on_resolve(PC_OPT_SLUB_SHEAF_MODE, sheaf_mode_resolved);
 	sheaf_init();
 	pc_life_register(&slab_life);
 	return true;
@@ -442,6 +444,7 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 		info->slabs += pc_load_relaxed(&n->nr_slabs);
 		info->total_objects += pc_load_relaxed(&n->total_objects);
 		pc_lock_stats_merge(&info->list_lock, &n->lock_stats);
+		pc_lock_stats_merge(&info->barn_lock, &s->barn[i]->lock_stats);
 	}
 	long free_on_cpus = 0;
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
@@ -449,7 +452,10 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 		for (int k = 0; k < PC_SLAB_STAT_COUNT; k++)
 			info->stats[k] += pc_load_relaxed(&s->cpu[c].stats[k]);
 	}
-	info->active_objects = info->total_objects - free_on_partial - free_on_cpus;
+	/* Objects in sheaves and barns were taken from the slabs (in use there)
+	 * but are free to the program. */
+	info->active_objects = info->total_objects - free_on_partial - free_on_cpus -
+			       info->sheaf_objects;
 }
 
 void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg)

@@ -470,6 +470,9 @@ long sheaf_count_objects(struct pc_cache *s)
 		n += slot->spare ? slot->spare->count : 0;
 		pc_spin_unlock(&slot->lock);
 	}
+	/* Thread mode: only our own sheaf is ours to read (busy: count 0). */
+	if (!s->slots && s->tindex != 0)
+		n += pc_thread_sheaves[s->tindex]->count;
 	for (unsigned i = 0; i < pc_node_count(); i++)
 		n += barn_count_objects(s, i);
 	return n;

@@ -274,7 +274,12 @@ struct pc_cache *pc_slab_cache_of(const void *p);
 unsigned pc_slab_calculate_order(size_t size, unsigned *objects);
 
 /* active_objects counts objects handed out: every slot but the free ones on
- * node partial lists, CPU freelists, CPU slabs and CPU partial slabs. */
+ * node partial lists, CPU freelists, CPU slabs and CPU partial slabs, and
+ * those held in sheaves (every CPU's in rseq mode, the calling thread's in
+ * thread mode) and in barns: sheaf_objects. Exact when no other thread uses
+ * the cache meanwhile, except that in thread mode the sheaves of other live
+ * threads cannot be seen (their objects count as active until the thread
+ * exits or its sheaves reach a barn). */
 struct pc_cache_info {
 	const char *name;
 	size_t object_size, size;
@@ -282,9 +287,10 @@ struct pc_cache_info {
 	long slabs, total_objects, active_objects, partial_slabs, cpu_slabs;
 	long cpu_partial_slabs; /* slabs on CPU partial lists */
 	unsigned sheaf_capacity;
-	long sheaf_objects; /* of active_objects: in sheaves (CPU, barn), racy */
+	long sheaf_objects; /* free objects in sheaves and barns (not active), racy */
 	uint64_t stats[PC_SLAB_STAT_COUNT];
 	struct pc_lock_stats list_lock; /* summed over nodes */
+	struct pc_lock_stats barn_lock; /* summed over nodes */
 };
 /* Fill info for cache s (counts taken under list_lock, like slabinfo). */
 void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info);
@@ -585,7 +591,8 @@ extern void (*_Atomic pc_sheaf_test_hook)(struct pc_cache *s);
 /* Flush every CPU's (rseq) or the calling thread's sheaves of s, and its
  * barns, into the slabs. Takes slot locks and barn locks. */
 void sheaf_flush_cache(struct pc_cache *s);
-/* Objects in s's sheaves and barns (racy sum, for pc_cache_info). */
+/* Objects in s's sheaves (every CPU's in rseq mode, the calling thread's in
+ * thread mode) and barns: a racy sum, for pc_cache_info. */
 long sheaf_count_objects(struct pc_cache *s);
 /* "barn.c" */
 struct pc_sheaf *sheaf_new(struct pc_cache *s, unsigned capacity);

@@ -4,7 +4,8 @@
  *   stats.<total>                     stats.allocated, stats.resident, ...
  *   stats.cache.<cache>.<field>       a PC_STATS_CACHE field or SLUB counter
  *   stats.lock.<row>.<field>          a PC_STATS_LOCK field; rows "zone/0",
- *                                     "kmalloc-64/list_lock", or a class
+ *                                     "kmalloc-64/list_lock",
+ *                                     "kmalloc-64/barn", or a class
  *   stats.zone.<n>.<field>            a PC_STATS_ZONE field
  *   stats.hist.<name>.<count|sum|avg> a PC_STATS_HISTS histogram
  * The field is what follows the last '.', so row and cache names may hold

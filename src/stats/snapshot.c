@@ -115,12 +115,17 @@ static void collect_cache(struct pc_cache *c, void *arg)
 	r->cpu_partial_slabs = (uint64_t)info.cpu_partial_slabs;
 	r->min_partial = info.min_partial;
 	r->cpu_partial = info.cpu_partial;
+	r->sheaf_capacity = info.sheaf_capacity;
+	r->sheaf_objects = (uint64_t)PC_MAX(info.sheaf_objects, 0L);
 	memcpy(r->slub, info.stats, sizeof(r->slub));
 	char name[48];
 	snprintf(name, sizeof(name), "%.31s/list_lock", info.name);
 	struct pc_stats_lock *l = lock_row_new(s, name, "list_lock", false);
 	if (l)
 		lock_row_fill(l, &info.list_lock);
+	snprintf(name, sizeof(name), "%.31s/barn", info.name);
+	if ((l = lock_row_new(s, name, "barn", false)) != NULL)
+		lock_row_fill(l, &info.barn_lock);
 	struct pc_stats_hist *h = &s->hist[PC_STATS_HIST_slab_alloc_slow];
 	struct pc_hist *src = &c->alloc_slow_ns;
 	h->count += pc_load_relaxed(&src->count);

@@ -3,7 +3,10 @@
  * with statistics on (also under ThreadSanitizer):
  *  - N objects allocated from one cache give exactly N active objects in its
  *    slabinfo 2.1 line (whose columns are parsed back) and through
- *    pcmalloc_ctl_get; freeing them gives 0;
+ *    pcmalloc_ctl_get, whatever the sheaves took from the slabs beyond them
+ *    (sheaf_objects, counted free); freeing them gives 0 active, the freed
+ *    objects now in sheaves and barns, and the cache's barn lock has its
+ *    lock_stat row (instance and class);
  *  - a forced contention on that cache's list_lock (this thread holds it
  *    until the other thread is asleep on it: the mutex word reads 2, so the
  *    other acquisition waits, whatever the scheduler does) shows
@@ -56,6 +59,8 @@ static bool slabinfo_line(const char *name, unsigned long col[6])
 	       s0 == s1 && t0 == 0 && s2 == 0;
 }
 
+static long lock_stat_contentions(const char *name);
+
 TEST(slabinfo_counts_objects)
 {
 	CHECK(strncmp(report, "# pcmalloc", 10) == 0);
@@ -78,13 +83,29 @@ TEST(slabinfo_counts_objects)
 	long v = -1;
 	CHECK_EQ(pcmalloc_ctl_get("stats.cache.probe-200.active_objs", &v), 0);
 	CHECK_EQ(v, N_OBJECTS);
-	CHECK_EQ(pcmalloc_ctl_get("stats.cache.probe-200.alloc_fastpath", &v), 0);
-	CHECK(v > 0);
+	CHECK_EQ(pcmalloc_ctl_get("stats.cache.probe-200.slab_alloc", &v), 0);
+	CHECK(v > 0); /* new slabs: a SLUB counter by name */
 	errno = 0;
 	CHECK_EQ(pcmalloc_ctl_get("stats.cache.no-such-cache.active_objs", &v), -1);
 	CHECK_EQ(errno, ENOENT);
 	for (int i = 0; i < N_OBJECTS; i++)
 		pc_cache_free(c, objs[i]);
+	take_text();
+	CHECK(slabinfo_line("probe-200", col));
+	CHECK_EQ(col[0], 0);
+	long cap = 0, held = 0;
+	CHECK_EQ(pcmalloc_ctl_get("stats.cache.probe-200.sheaf_capacity", &cap), 0);
+	CHECK_EQ(pcmalloc_ctl_get("stats.cache.probe-200.sheaf_objects", &held), 0);
+	if (cap > 0) { /* the frees went to sheaves (and full ones to the barn) */
+		CHECK(held > 0);
+		CHECK(lock_stat_contentions("probe-200/barn") >= 0); /* its row */
+		CHECK(lock_stat_contentions("barn") >= 0);           /* the class */
+		CHECK_EQ(pcmalloc_ctl_get("stats.lock.probe-200/barn.acquisitions", &v), 0);
+		CHECK(v > 0);
+	}
+	CHECK_EQ(pc_cache_check(c), 0); /* flushes the sheaves */
+	CHECK_EQ(pcmalloc_ctl_get("stats.cache.probe-200.sheaf_objects", &held), 0);
+	CHECK_EQ(held, 0);
 	take_text();
 	CHECK(slabinfo_line("probe-200", col));
 	CHECK_EQ(col[0], 0);
