@@ -225,12 +225,13 @@ static void collect_totals(struct pc_stats_snapshot *s)
 		slab_pages += s->caches[i].num_slabs * s->caches[i].pagesperslab;
 		small += s->caches[i].active_objs * s->caches[i].object_size;
 	}
-	uint64_t huge = huge_bytes_mapped(), huge_n = huge_count();
+	uint64_t huge = huge_bytes_mapped(), huge_n = huge_count(), cached = huge_cache_bytes();
 	uint64_t used_pages = managed - PC_MIN(managed, free + pcp);
 	uint64_t large_pages = used_pages - PC_MIN(used_pages, slab_pages);
 	t->huge_blocks = huge_n;
 	t->huge_bytes = huge;
-	t->mapped = (managed << PC_PAGE_SHIFT) + huge;
+	t->huge_cached = cached; /* still mapped and resident, not handed out */
+	t->mapped = (managed << PC_PAGE_SHIFT) + huge + cached;
 	t->active = (used_pages << PC_PAGE_SHIFT) + huge;
 	t->allocated = small + (large_pages << PC_PAGE_SHIFT) + (huge - huge_n * PC_PAGE_SIZE);
 	t->resident = t->mapped - (PC_MIN(free - PC_MIN(free, dirty), managed) << PC_PAGE_SHIFT);

@@ -15,6 +15,8 @@
  *  - every funclatency histogram of the text report has bucket counts that
  *    sum to its count line; the lock_stat header and rows have their 13
  *    columns;
+ *  - the totals by name; a freed huge block kept for reuse shows in
+ *    huge_cached (and mapped) until pc_trim;
  *  - reports taken while other threads allocate and free (TSan checks the
  *    snapshot's reads).
  * Links every layer but the C library's names (pcmalloc_prefixed).
@@ -215,6 +217,22 @@ TEST(totals_and_api)
 	CHECK(alloc >= 100000 && alloc <= active && active <= mapped && resident <= mapped);
 	CHECK(released >= 0);
 	pc_free(p);
+	/* A freed huge block kept for reuse is mapped, not allocated: with a
+	 * release delay no test outlives, it stays cached until pc_trim. */
+	long delay = 0, cached = -1, mapped2 = 0;
+	CHECK_EQ(pcmalloc_ctl_get("vm.release_delay_ms", &delay), 0);
+	CHECK_EQ(pcmalloc_ctl_set("vm.release_delay_ms", 1L << 30), 0);
+	size_t huge = PC_LARGE_MAX * 2;
+	void *h = pc_malloc(huge);
+	REQUIRE(h);
+	pc_free(h);
+	CHECK_EQ(pcmalloc_ctl_get("stats.huge_cached", &cached), 0);
+	CHECK_EQ(pcmalloc_ctl_get("stats.mapped", &mapped2), 0);
+	CHECK(cached >= (long)huge && mapped2 >= cached);
+	pc_trim();
+	CHECK_EQ(pcmalloc_ctl_get("stats.huge_cached", &cached), 0);
+	CHECK_EQ(cached, 0);
+	CHECK_EQ(pcmalloc_ctl_set("vm.release_delay_ms", delay), 0);
 	char *json = pcmalloc_stats_json();
 	REQUIRE(json != NULL);
 	CHECK(json[0] == '{' && strstr(json, "\"version\":1") && strstr(json, "\"probe-200\""));
