@@ -23,6 +23,43 @@ ALLOCATORS = {
 PACKAGES = {"jemalloc": "libjemalloc2", "mimalloc": "libmimalloc2.0", "tcmalloc": "libtcmalloc-minimal4"}
 
 
+def whitebox_lines(line):
+    """The lines that bench/whitebox.c's one statistics line stands for,
+    derived from its JSON snapshot (docs/statistics.md, version 1): per lock
+    class (stat "lock"), the zones summed (stat "zones"), and each cache whose
+    list_lock the workload took (stat "cache"). wait_share and hold_share are
+    shares of the workload threads' time, threads * elapsed."""
+    bench, snap = line["bench"], line["snapshot"]
+    thread_ns = max(line["threads"] * line["elapsed_ns"], 1.0)
+    out = []
+    for lk in snap["locks"]:
+        if lk["is_class"]:
+            out.append({"bench": bench, "stat": "lock", "lock": lk["name"],
+                        "acquisitions": lk["acquisitions"], "contended": lk["contentions"],
+                        "wait_ns": lk["waittime_total"], "wait_ns_max": lk["waittime_max"],
+                        "hold_ns": lk["holdtime_total"],
+                        "wait_share": lk["waittime_total"] / thread_ns,
+                        "hold_share": lk["holdtime_total"] / thread_ns,
+                        "wait_hist": [b["count"] for b in lk["wait_hist"]]})
+    zones = snap["zones"]
+    z = {"bench": bench, "stat": "zones", "zones": len(zones)}
+    for k in ("refills", "refill_pages", "drains", "drain_pages"):
+        z[k] = sum(x[k] for x in zones)
+    z["refill_hist"] = [b["count"] for b in snap["histograms"]["pcp_refill"]["buckets"]]
+    out.append(z)
+    rows = {lk["name"]: lk for lk in snap["locks"]}
+    for c in snap["caches"]:
+        ll = rows.get(c["name"] + "/list_lock")
+        if not ll or ll["acquisitions"] <= 1:  # the snapshot itself took it once
+            continue
+        out.append({"bench": bench, "stat": "cache", "name": c["name"], "size": c["objsize"],
+                    "order": c["pagesperslab"].bit_length() - 1, "objects_per_slab": c["objperslab"],
+                    "min_partial": c["min_partial"], "cpu_partial": c["cpu_partial"],
+                    "list_lock_acquisitions": ll["acquisitions"],
+                    "list_lock_wait_ns": ll["waittime_total"]})
+    return out
+
+
 class Point:
     """One run of one program: experiment, the benchmark label the tables and
     the CSV use, allocator, arguments (argv[0] is a program of BUILD/bench),
@@ -118,9 +155,10 @@ class Runner:
             line = line.strip()
             if line.startswith("{"):
                 try:
-                    lines.append(__import__("json").loads(line))
+                    obj = __import__("json").loads(line)
                 except ValueError:
-                    pass
+                    continue
+                lines.extend(whitebox_lines(obj) if obj.get("stat") == "pcmalloc" else [obj])
         if proc.returncode != 0:
             print("\nwarning: %s exited %d: %s" % (point.label(), proc.returncode, err.strip()[-300:]),
                   file=sys.stderr)
