@@ -1,10 +1,11 @@
 /*
- * bench/stats_cost.c - what statistics cost (issue 10): the same work with
+ * bench/micro/stats_cost.c - what statistics cost (issue 10): the same work with
  * stats.enable=0 and =1, interleaved, on one pinned CPU:
- *   cache     alloc + free of one 64-byte object (the slab fast path, with
- *             SLUB's counters when on)
+ *   cache     alloc + free of one 64-byte object (the sheaf fast path; no
+ *             counter there, on or off)
  *   batch     allocate 4096 objects of 256 bytes, free them (slow paths:
- *             slab refills, list_lock, pages through the per-CPU lists)
+ *             sheaf refills and barn exchanges, slab refills, list_lock and
+ *             barn lock, pages through the per-CPU lists)
  *   pages     allocate 512 order-0 pages, free them (pcp refills and
  *             drains, zone lock, their histograms when on)
  * Prints one JSON object per line: {"bench":...,"stats":0|1,"ns_per_op":...}
