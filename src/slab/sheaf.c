@@ -373,9 +373,11 @@ void *sheaf_alloc_slow(struct pc_cache *s)
 {
 	if (pc_unlikely(sheaf_depth != 0))
 		return reentrant_alloc(s);
+	uint64_t t0 = pc_stats_clock();
 	sheaf_enter();
 	void *obj = s->slots ? cpu_alloc(s) : thread_alloc(s);
 	sheaf_leave();
+	pc_hist_add_since(&s->sheaf_slow_ns, t0);
 	if (!obj)
 		errno = ENOMEM;
 	return obj;

@@ -247,6 +247,7 @@ struct pc_cache {
 	struct pc_barn *barn[PC_MAX_NODES];
 	struct pc_cache_node *node[PC_MAX_NODES];
 	struct pc_hist alloc_slow_ns; /* slab_alloc_slow latency (stats on) */
+	struct pc_hist sheaf_slow_ns; /* sheaf_alloc_slow latency (stats on) */
 	struct pc_cache_cpu cpu[]; /* [os_cpu_count()] */
 };
 

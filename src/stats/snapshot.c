@@ -91,6 +91,15 @@ static void lock_rows_finish(struct pc_stats_snapshot *s)
 	}
 }
 
+/* Add a layer's histogram (relaxed reads) into a snapshot's. */
+static void hist_add(struct pc_stats_hist *h, struct pc_hist *src)
+{
+	h->count += pc_load_relaxed(&src->count);
+	h->sum += pc_load_relaxed(&src->sum);
+	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++)
+		h->bucket[i] += pc_load_relaxed(&src->bucket[i]);
+}
+
 /* ---- caches --------------------------------------------------------------------- */
 static void collect_cache(struct pc_cache *c, void *arg)
 {
@@ -126,12 +135,8 @@ static void collect_cache(struct pc_cache *c, void *arg)
 	snprintf(name, sizeof(name), "%.31s/barn", info.name);
 	if ((l = lock_row_new(s, name, "barn", false)) != NULL)
 		lock_row_fill(l, &info.barn_lock);
-	struct pc_stats_hist *h = &s->hist[PC_STATS_HIST_slab_alloc_slow];
-	struct pc_hist *src = &c->alloc_slow_ns;
-	h->count += pc_load_relaxed(&src->count);
-	h->sum += pc_load_relaxed(&src->sum);
-	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++)
-		h->bucket[i] += pc_load_relaxed(&src->bucket[i]);
+	hist_add(&s->hist[PC_STATS_HIST_slab_alloc_slow], &c->alloc_slow_ns);
+	hist_add(&s->hist[PC_STATS_HIST_sheaf_alloc_slow], &c->sheaf_slow_ns);
 	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++) {
 		s->hist[PC_STATS_HIST_list_lock_wait].bucket[i] += info.list_lock.wait_hist[i];
 	}
@@ -140,13 +145,6 @@ static void collect_cache(struct pc_cache *c, void *arg)
 }
 
 /* ---- zones ---------------------------------------------------------------------- */
-static void hist_add(struct pc_stats_hist *h, struct pc_hist *src)
-{
-	h->count += pc_load_relaxed(&src->count);
-	h->sum += pc_load_relaxed(&src->sum);
-	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++)
-		h->bucket[i] += pc_load_relaxed(&src->bucket[i]);
-}
 
 /* Pages on the per-CPU lists of z (each pcp lock taken briefly). */
 static uint64_t zone_pcp_pages(struct pc_zone *z)

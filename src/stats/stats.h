@@ -105,6 +105,7 @@
 	X(pcp_drain, "nsecs")        /* drain of a per-CPU list to the zone */   \
 	X(pcp_drain_batch, "pages")  /* pages moved by each drain */             \
 	X(slab_alloc_slow, "nsecs")  /* slab allocation slow path */             \
+	X(sheaf_alloc_slow, "nsecs") /* sheaf allocation slow path (refill) */   \
 	X(list_lock_wait, "nsecs")   /* contended list_lock acquisitions */      \
 	X(zone_lock_wait, "nsecs")   /* contended zone lock acquisitions */
 

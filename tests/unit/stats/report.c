@@ -202,6 +202,10 @@ TEST(funclatency_buckets_sum_to_count)
 	long v = 0;
 	CHECK_EQ(pcmalloc_ctl_get("stats.hist.slab_alloc_slow.count", &v), 0);
 	CHECK(v > 0); /* the probe caches took the slow path */
+	long cap = 0;
+	CHECK_EQ(pcmalloc_ctl_get("stats.cache.probe-200.sheaf_capacity", &cap), 0);
+	CHECK_EQ(pcmalloc_ctl_get("stats.hist.sheaf_alloc_slow.count", &v), 0);
+	CHECK(cap == 0 || v > 0); /* with sheaves, 1000 allocations refilled some */
 }
 
 TEST(totals_and_api)
