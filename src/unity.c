@@ -22,6 +22,7 @@
 #include "ctl/describe.c"
 #include "page/buddy.c"
 #include "page/pcp.c"
+#include "page/run.c"
 #include "page/release.c"
 #include "page/topology.c"
 #include "page/page_alloc.c"

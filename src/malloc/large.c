@@ -1,58 +1,34 @@
 /*
  * malloc/large.c - blocks of more than PC_SMALL_MAX bytes up to one buddy
- * block (PC_LARGE_MAX): whole pages straight from the page allocator.
+ * block (PC_LARGE_MAX): runs of whole pages from the page allocator.
  *
- * Medium blocks (a buddy order up to PC_PCP_MAX_ORDER, 256 KiB) keep their
- * whole power-of-two block: they come from and go back to the per-CPU page
- * lists in one call each, with no zone lock, and their buddies coalesce
- * completely. Splitting off the unused tail (the kernel's alloc_pages_exact)
- * was measured to cost more than it saves there: the tails, scattered over
- * the free lists and the per-CPU lists, keep the blocks around them from
- * coalescing, and on the mixed-size workload the process grew to 1.6x the
- * RSS of whole blocks and ran 3x slower (docs/pages.md). A medium block's
- * unused tail costs RSS only where an earlier, larger user touched it.
- *
- * Larger blocks take the buddy block of the next order up and give the tail
- * they do not need straight back, as aligned sub-blocks, so at most part of
- * one page is wasted: there a tail is worth up to 2 MiB.
+ * A block of n pages is a run of exactly n pages (pc_alloc_run, page/run.c):
+ * it costs n pages, not the next power of two. Runs of up to PC_PCP_MAX_RUN
+ * pages (medium blocks, 256 KiB) come from and go back to the per-CPU list
+ * for their length, one call each with no zone lock; longer ones are a best
+ * fit in the zone's run heap, which keeps them in chunks of their own, apart
+ * from slabs (page/run.c says why). An alignment above a page is a run
+ * placed at that alignment.
  *
  * The head page descriptor records the page count (state PC_PG_LARGE, aux =
- * n, a power of two for medium blocks); free hands the n pages back as the
- * aligned blocks that make up n (a single block for a power of two).
+ * n, which the page layer keeps for runs); realloc shrinks a block in place
+ * always (the tail goes back to the zone) and grows it in place when the
+ * pages after it are free in the zone.
  */
 #include "malloc.h"
 
-static unsigned order_of_pages(size_t pages)
+static size_t pages_of(size_t size)
 {
-	return pages <= 1 ? 0 : pc_log2(pages - 1) + 1;
-}
-
-/* Free pages [from, to) of the block at base as maximal aligned blocks. */
-static void free_page_range(char *base, size_t from, size_t to)
-{
-	while (from < to) {
-		unsigned order = pc_log2(to - from);
-		if (from != 0)
-			order = PC_MIN(order, (unsigned)__builtin_ctzll(from));
-		pc_free_pages(base + (from << PC_PAGE_SHIFT), order);
-		from += (size_t)1 << order;
-	}
+	return (size + PC_PAGE_SIZE - 1) >> PC_PAGE_SHIFT;
 }
 
 void *large_alloc(size_t size, size_t align)
 {
-	size_t pages = (size + PC_PAGE_SIZE - 1) >> PC_PAGE_SHIFT;
-	unsigned order = order_of_pages(pages);
-	if (align > PC_PAGE_SIZE)
-		order = PC_MAX(order, pc_log2(align) - PC_PAGE_SHIFT);
-	char *p = pc_alloc_pages(order);
+	size_t pages = pages_of(size);
+	char *p = pc_alloc_run_aligned(pages, PC_MAX(align, PC_PAGE_SIZE) >> PC_PAGE_SHIFT);
 	if (!p)
 		return NULL;
 	struct pc_page *pg = pc_page_of_owned(p);
-	if (order <= PC_PCP_MAX_ORDER)
-		pages = (size_t)1 << order; /* medium: the whole block */
-	else
-		free_page_range(p, pages, (size_t)1 << order);
 	pc_pg_set_state(pg, PC_PG_LARGE);
 	pg->aux = (uint32_t)pages;
 	return p;
@@ -62,7 +38,7 @@ void large_free(struct pc_page *pg, void *p)
 {
 	size_t pages = pg->aux;
 	pc_pg_set_state(pg, PC_PG_NONE);
-	free_page_range(p, 0, pages);
+	pc_free_run(p, pages);
 }
 
 size_t large_usable(const struct pc_page *pg)
@@ -70,17 +46,26 @@ size_t large_usable(const struct pc_page *pg)
 	return (size_t)pg->aux << PC_PAGE_SHIFT;
 }
 
-/* Shrink to new_size (> PC_SMALL_MAX) by giving back the tail pages; a
- * medium block stays whole while more than half is used, else false (the
- * caller moves it). */
+/* Shrink to new_size (> PC_SMALL_MAX, <= the usable size): the tail pages
+ * go back to the zone. */
 bool large_shrink_in_place(struct pc_page *pg, void *p, size_t new_size)
 {
-	size_t pages = (new_size + PC_PAGE_SIZE - 1) >> PC_PAGE_SHIFT;
+	size_t pages = pages_of(new_size);
 	if (pages > pg->aux)
 		return false;
-	if (pg->aux <= ((size_t)1 << PC_PCP_MAX_ORDER)) /* medium: keep it whole */
-		return pages > pg->aux / 2; /* or move to a smaller block */
-	free_page_range(p, pages, pg->aux);
+	pc_run_shrink(p, pg->aux, pages);
+	pg->aux = (uint32_t)pages;
+	return true;
+}
+
+/* Grow to new_size (<= PC_LARGE_MAX) if the pages after the block are free. */
+bool large_grow_in_place(struct pc_page *pg, void *p, size_t new_size)
+{
+	size_t pages = pages_of(new_size);
+	if (pages <= pg->aux)
+		return true;
+	if (!pc_run_grow(p, pg->aux, pages))
+		return false;
 	pg->aux = (uint32_t)pages;
 	return true;
 }

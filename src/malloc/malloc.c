@@ -211,9 +211,13 @@ static void *realloc_impl(void *p, size_t size)
 	size_t usable = block_usable(kind, pg, p);
 	if (pc_vg_running())
 		return realloc_move(p, usable, size);
-	/* A large block shrinks in place: its tail pages go back. */
+	/* A large block shrinks in place (its tail pages go back), and grows in
+	 * place when the pages after it are free. */
 	if (kind == BLOCK_LARGE && size > PC_SMALL_MAX && size <= usable)
 		return large_shrink_in_place(pg, p, size) ? p : realloc_move(p, usable, size);
+	if (kind == BLOCK_LARGE && size > usable && size <= PC_LARGE_MAX &&
+	    large_grow_in_place(pg, p, size))
+		return p;
 	/* Otherwise the same block when the new size fits without wasting half. */
 	if (size <= usable && size > usable / 2)
 		return p;

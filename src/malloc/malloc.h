@@ -3,10 +3,11 @@
  * large blocks from the page allocator, huge blocks from the OS.
  *
  *   small  size <= PC_SMALL_MAX (8 KiB): one slab cache per size class;
- *   large  up to PC_LARGE_MAX (4 MiB, the largest buddy block): whole pages
- *          from the page allocator, trimmed to the page count asked for
- *          (the tail of the buddy block goes straight back), as SLUB passes
- *          page-sized kmalloc through to the page allocator (seed 002);
+ *   large  up to PC_LARGE_MAX (4 MiB, the largest buddy block): a run of
+ *          exactly the pages asked for from the page allocator (pc_alloc_run),
+ *          as SLUB passes page-sized kmalloc through to the page allocator
+ *          (seed 002); realloc shrinks it in place, and grows it in place
+ *          when the pages after it are free;
  *   huge   beyond: a mapping of its own with one header page in front,
  *          cached for reuse after free (under the release delay, bounded
  *          in bytes), then unmapped; resized with mremap.
@@ -67,6 +68,7 @@ void *large_alloc(size_t size, size_t align);
 void large_free(struct pc_page *pg, void *p);
 size_t large_usable(const struct pc_page *pg);
 bool large_shrink_in_place(struct pc_page *pg, void *p, size_t new_size);
+bool large_grow_in_place(struct pc_page *pg, void *p, size_t new_size);
 /* "huge.c" */
 void *huge_alloc(size_t size, size_t align);
 /* false if p was not (or no longer) a live huge block: a double free. */

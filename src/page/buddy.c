@@ -158,18 +158,6 @@ struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_be
 	return best;
 }
 
-/* Lock, take one block, unlock. NULL if the zone has none of the order. */
-struct pc_page *zone_alloc(struct pc_zone *z, unsigned order)
-{
-	pc_lock_acquire(&z->lock);
-	struct pc_page *pg = zone_alloc_block_locked(z, order);
-	if (pg)
-		pc_pg_set_state(pg, PC_PG_ALLOC);
-	zone_publish_hints_locked(z);
-	pc_lock_release(&z->lock);
-	return pg;
-}
-
 void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order)
 {
 	pc_lock_acquire(&z->lock);

@@ -67,29 +67,33 @@ static bool check_free_areas(struct pc_zone *z, size_t *blocks)
 
 /* Every region page by page: free and pcp blocks never overlap, and every
  * page marked free is a listed head (its count matches the lists). */
-static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_blocks)
+static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_blocks,
+			  size_t listed_runs)
 {
-	size_t buddy_heads = 0, pcp_heads = 0, managed = 0;
+	size_t buddy_heads = 0, pcp_heads = 0, run_heads = 0, managed = 0;
 	for (struct pc_region *r = z->regions; r; r = r->next) {
 		size_t covered = 0;
 		managed += PC_REGION_PAGES;
 		CHECK_OR_FAIL(pc_region_of(r->base) == r, "zone %u: region not in the table", z->id);
 		for (size_t i = 0; i < PC_REGION_PAGES; i++) {
 			struct pc_page *pg = &r->pages[i];
-			if (pc_pg_state(pg) != PC_PG_BUDDY && pc_pg_state(pg) != PC_PG_PCP)
+			unsigned st = pc_pg_state(pg);
+			if (st != PC_PG_BUDDY && st != PC_PG_PCP && st != PC_PG_RUN)
 				continue;
 			CHECK_OR_FAIL(i >= covered, "zone %u: free blocks overlap at page %zu", z->id, i);
-			covered = i + ((size_t)1 << pc_pg_order(pg));
-			if (pc_pg_state(pg) == PC_PG_BUDDY)
-				buddy_heads++;
-			else
-				pcp_heads++;
+			/* pcp entries and free runs carry their length in aux */
+			covered = i + (st == PC_PG_BUDDY ? (size_t)1 << pc_pg_order(pg) : (size_t)pg->aux);
+			buddy_heads += st == PC_PG_BUDDY;
+			pcp_heads += st == PC_PG_PCP;
+			run_heads += st == PC_PG_RUN;
 		}
 	}
 	CHECK_OR_FAIL(buddy_heads == listed_blocks, "zone %u: %zu pages marked free, %zu listed",
 		      z->id, buddy_heads, listed_blocks);
 	CHECK_OR_FAIL(pcp_heads == pcp_blocks, "zone %u: %zu pages marked pcp, %zu on pcp lists",
 		      z->id, pcp_heads, pcp_blocks);
+	CHECK_OR_FAIL(run_heads == listed_runs, "zone %u: %zu pages marked free run, %zu on the bins",
+		      z->id, run_heads, listed_runs);
 	CHECK_OR_FAIL(managed == z->managed_pages, "zone %u: managed %zu, regions %zu",
 		      z->id, z->managed_pages, managed);
 	return true;
@@ -110,18 +114,31 @@ static bool check_pcp(struct pc_zone *z, struct pc_pcp *pcp, size_t *blocks)
 			(*blocks)++;
 		}
 	}
+	for (unsigned n = 1; n <= PC_PCP_MAX_RUN; n++) {
+		struct pc_list *it;
+		pc_list_for_each(it, &pcp->runs[n]) {
+			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_PCP && pg->aux == n && pc_pg_order(pg) == pc_log2(n),
+				      "zone %u: pcp %u-page run list holds state %u length %u", z->id, n,
+				      pc_pg_state(pg), pg->aux);
+			CHECK_OR_FAIL(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign run", z->id);
+			pages += (int)n;
+			(*blocks)++;
+		}
+	}
 	CHECK_OR_FAIL(pages == pcp->count, "zone %u: pcp count %d, lists %d", z->id, pcp->count, pages);
 	return true;
 }
 
 static bool check_zone(struct pc_zone *z)
 {
-	size_t listed = 0, pcp_blocks = 0;
+	size_t listed = 0, pcp_blocks = 0, runs = 0;
 	bool ok = true;
 	for (unsigned c = 0; ok && c < os_cpu_count(); c++)
 		ok = check_pcp(z, &z->pcp[c], &pcp_blocks);
 	ok = ok && check_free_areas(z, &listed);
-	ok = ok && check_regions(z, listed, pcp_blocks);
+	ok = ok && zone_run_check_locked(z, &runs);
+	ok = ok && check_regions(z, listed, pcp_blocks, runs);
 	return ok;
 }
 

@@ -18,6 +18,13 @@
  * also bounded: above max(vm.release_watermark_kb, a quarter of the zone's
  * memory in use) the oldest blocks go at once. pc_page_trim releases all.
  *
+ * Runs (run.c): malloc's medium and large blocks are runs of exactly the
+ * pages asked for, cut best-fit from chunks (PC_MAX_ORDER buddy blocks) that
+ * a zone hands to its run heap, coalesced at once, the chunk going back to
+ * the buddy lists when wholly free. Runs never share a chunk with buddy
+ * blocks handed out by pc_alloc_pages (slabs), so neither fragments the
+ * other. Runs of up to PC_PCP_MAX_RUN pages are cached per CPU by length.
+ *
  * Topology: a node has one zone type split into node->nr_zones instances; a
  * CPU prefers instance (its index within its node) % nr_zones. When that one
  * is empty it falls back to a sibling instance of its node that has plenty
@@ -38,7 +45,8 @@
  *               lock and zone->lock: the only place two zones' locks nest.
  *   zone->lock  the generic lock (kind from lock.kind). Protects the free
  *               areas, free/dirty counters and the state/order/dirty fields of
- *               every free block head of the zone.
+ *               every free block head of the zone, and the run heap (bins,
+ *               bitmap, run counters, the RUN/RUN_END descriptors).
  *   zone->grow_lock  serialises mapping new regions for the zone, so that
  *               concurrent misses map one region, not one each; the mmap
  *               itself runs with zone->lock not held.
@@ -54,8 +62,17 @@
  *     that list freed_ns mostly falls from head to tail (a block split off a
  *     larger one keeps the larger one's time, so it may sit nearer the head
  *     than its age says: it is then released later, never earlier);
- *   - pcp->count == sum over its lists of 2^order pages, every page on it has
- *     state PC_PG_PCP.
+ *   - pcp->count == sum over its lists of 2^order pages plus the lengths of
+ *     the runs on its run lists; every head on them has state PC_PG_PCP, aux
+ *     = its length and order = floor(log2(length)) (so the lock-free double-
+ *     free check, which trusts a free head's order, never claims a page
+ *     beyond a run);
+ *   - run heap: a free run of n pages heads run_bins[n] with state PC_PG_RUN
+ *     and aux n, its last page (n >= 2) has state PC_PG_RUN_END and aux n;
+ *     it lies inside one chunk and no two free runs touch (coalescing is
+ *     complete); run_free_pages is their sum; bit n of run_bitmap is set iff
+ *     run_bins[n] is not empty; no free run is a whole chunk (that goes back
+ *     to the buddy lists).
  */
 #ifndef PC_PAGE_H
 #define PC_PAGE_H
@@ -69,6 +86,8 @@
 #define PC_REGION_PAGES  (PC_REGION_SIZE >> PC_PAGE_SHIFT)
 #define PC_REGION_TABLE_BITS (47 - PC_REGION_SHIFT) /* user space is 47 bits */
 #define PC_PCP_MAX_ORDER 6 /* orders 0..6 (up to 256 KiB) go through the per-CPU lists */
+#define PC_PCP_MAX_RUN   64 /* and runs of up to 64 pages */
+#define PC_RUN_MAX_PAGES ((size_t)1 << PC_MAX_ORDER) /* longest run: one chunk */
 #define PC_NS_NEVER      UINT64_MAX /* a page-clock time that never comes */
 
 enum pc_page_state {
@@ -79,6 +98,8 @@ enum pc_page_state {
 	PC_PG_SLAB,     /* head of a slab (set by the slab layer) */
 	PC_PG_TAIL,     /* a non-head page of a slab: head is valid */
 	PC_PG_LARGE,    /* head of a large malloc block (set by malloc) */
+	PC_PG_RUN,      /* head of a free run in its zone's run heap (run.c) */
+	PC_PG_RUN_END,  /* last page of a free run of 2 pages or more */
 };
 
 /* What backs a free block, in merge order (a merged block takes the max):
@@ -99,7 +120,7 @@ struct pc_page {
 	_Atomic uint8_t order; /* valid for heads: use pc_pg_order/_set_order */
 	uint8_t mem;           /* PC_PG_BUDDY: enum pc_mem, what backs the block */
 	uint8_t flags;         /* owner's */
-	uint32_t aux;          /* owner's */
+	uint32_t aux;          /* owner's; RUN, RUN_END and PCP heads: length in pages */
 	uint64_t freed_ns;     /* PC_PG_BUDDY + DIRTY: page-clock time it was freed */
 } PC_CACHE_ALIGNED;
 
@@ -165,7 +186,8 @@ struct pc_pcp {
 	uint64_t refills_at_drain; /* refills when it last drained */
 	uint8_t alloc_factor;    /* refill batch = batch << factor (<= scale_max) */
 	uint8_t free_factor;     /* drain batch = batch << factor (<= scale_max) */
-	struct pc_list lists[PC_PCP_MAX_ORDER + 1];
+	struct pc_list lists[PC_PCP_MAX_ORDER + 1]; /* buddy blocks by order */
+	struct pc_list runs[PC_PCP_MAX_RUN + 1];    /* runs by length ([0] unused) */
 	uint64_t refills, drains; /* under lock; statistics */
 	uint32_t last_refill;     /* pages moved by the last refill */
 	uint32_t last_drain;      /* pages moved by the last drain */
@@ -197,6 +219,12 @@ struct pc_zone {
 	_Atomic size_t managed_hint; /* copy of managed_pages, for the bound */
 	_Atomic uint32_t releasing;  /* a release pass runs (release.c) */
 	size_t managed_pages;  /* under lock: pages in all regions */
+	/* The run heap (run.c), under lock: free runs by exact length, a bit
+	 * per non-empty length, pages in free runs, pages of chunks it holds. */
+	struct pc_list run_bins[PC_RUN_MAX_PAGES + 1];
+	uint64_t run_bitmap[PC_RUN_MAX_PAGES / 64 + 1];
+	size_t run_free_pages;
+	size_t run_chunk_pages;
 	struct pc_region *regions;
 	struct pc_mutex grow_lock;
 	unsigned node, instance, id;
@@ -226,6 +254,25 @@ void *pc_alloc_pages_node(unsigned order, unsigned node);
 /* Free a block from pc_alloc_pages with the same order. A double free or a
  * pointer we do not own is reported and aborts. */
 void pc_free_pages(void *p, unsigned order);
+/*
+ * Runs (run.c): exactly `pages` pages (1 <= pages <= PC_RUN_MAX_PAGES), page
+ * aligned, or aligned to `align_pages` (a power of two <= PC_RUN_MAX_PAGES)
+ * with the _aligned form, so that a block of n pages costs n pages, not the
+ * next power of two. Runs are cut from chunks (buddy blocks of PC_MAX_ORDER)
+ * kept apart from the blocks of pc_alloc_pages. Runs of up to PC_PCP_MAX_RUN
+ * pages are cached per CPU by length. pc_free_run takes the current length;
+ * a pointer that heads no run, or a run already free, aborts.
+ */
+void *pc_alloc_run(size_t pages);
+void *pc_alloc_run_aligned(size_t pages, size_t align_pages);
+void pc_free_run(void *p, size_t pages);
+/* Lengthen a run of `pages` to `to` pages in place if the pages after it are
+ * a free run of its zone (not on a per-CPU list): false, nothing changed,
+ * if not. */
+bool pc_run_grow(void *p, size_t pages, size_t to);
+/* Shorten a run of `pages` to `to` (1 <= to <= pages) pages: the tail goes
+ * back to the zone's run heap. */
+void pc_run_shrink(void *p, size_t pages, size_t to);
 /* Drain every per-CPU list and return all free memory to the OS. Returns the
  * bytes released. */
 size_t pc_page_trim(void);
@@ -310,7 +357,6 @@ PC_INLINE void *pc_page_address(const struct pc_page *pg)
 /* "buddy.c" */
 struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order);
 void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem);
-struct pc_page *zone_alloc(struct pc_zone *z, unsigned order);
 void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order);
 bool zone_grow(struct pc_zone *z);
 bool page_stats_on(void);
@@ -329,5 +375,15 @@ void pcp_init(struct pc_pcp *pcp);
 void pcp_decay(struct pc_zone *z);
 /* "topology.c" */
 bool page_numa_bind(void);
+/* "run.c" */
+void zone_run_init(struct pc_zone *z);
+struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t align_pages);
+void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages);
+bool zone_run_claim_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, size_t to);
+size_t zone_run_release_locked(struct pc_zone *z);
+bool zone_run_check_locked(struct pc_zone *z, size_t *listed);
+/* pcp.c */
+struct pc_page *pcp_alloc_run(struct pc_zone *z, struct pc_pcp *pcp, size_t pages);
+bool pcp_free_run(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, size_t pages);
 
 #endif /* PC_PAGE_H */

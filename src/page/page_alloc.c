@@ -8,6 +8,8 @@
  * caller never waits for it: it goes to the zone under the zone lock.
  * Slow path: other zones with free memory (same node first), then a new
  * region for the preferred zone, then, before giving up, every pcp drained.
+ * Runs (run.c) take the same paths: per-CPU lists up to PC_PCP_MAX_RUN
+ * pages, else the zone's run heap under the zone lock.
  */
 #include "page.h"
 
@@ -15,15 +17,54 @@
 
 struct pc_region *_Atomic pc_region_table[(size_t)1 << PC_REGION_TABLE_BITS];
 
-/* One block from zone z: through the pcp of `cpu` when the order allows and
- * the pcp is free, else from the buddy lists. NULL if z has none. */
-static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, unsigned order)
+/* What is asked for: a buddy block of `order` (pages == 0), or a run of
+ * `pages` aligned to align_pages. */
+struct page_req {
+	unsigned order;
+	size_t pages, align_pages;
+};
+
+static size_t req_pages(const struct page_req *rq)
 {
-	if (order <= PC_PCP_MAX_ORDER) {
+	return rq->pages ? rq->pages : (size_t)1 << rq->order;
+}
+
+/* Under z->lock: the block or run, head state PC_PG_ALLOC, or NULL. */
+static struct pc_page *zone_alloc_req_locked(struct pc_zone *z, const struct page_req *rq)
+{
+	struct pc_page *pg = rq->pages ? zone_run_alloc_locked(z, rq->pages, rq->align_pages)
+				       : zone_alloc_block_locked(z, rq->order);
+	if (pg)
+		pc_pg_set_state(pg, PC_PG_ALLOC);
+	return pg;
+}
+
+static struct pc_page *zone_alloc_req(struct pc_zone *z, const struct page_req *rq)
+{
+	pc_lock_acquire(&z->lock);
+	struct pc_page *pg = zone_alloc_req_locked(z, rq);
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	return pg;
+}
+
+/* Whether the request goes through a per-CPU list. */
+static bool req_pcp(const struct page_req *rq)
+{
+	return rq->pages ? rq->pages <= PC_PCP_MAX_RUN && rq->align_pages == 1
+			 : rq->order <= PC_PCP_MAX_ORDER;
+}
+
+/* One block or run from zone z: through the pcp of `cpu` when the request
+ * allows and the pcp is free, else from the zone. NULL if z has none. */
+static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, const struct page_req *rq)
+{
+	if (req_pcp(rq)) {
 		struct pc_pcp *pcp = &z->pcp[cpu];
 		if (pc_likely(pc_spin_trylock(&pcp->lock))) {
 			uint64_t refills = pcp->refills;
-			struct pc_page *pg = pcp_alloc(z, pcp, order);
+			struct pc_page *pg = rq->pages ? pcp_alloc_run(z, pcp, rq->pages)
+						       : pcp_alloc(z, pcp, rq->order);
 			bool refilled = pcp->refills != refills;
 			pc_spin_unlock(&pcp->lock);
 			if (pg && page_stats_on())
@@ -35,7 +76,7 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, unsigned order
 		if (page_stats_on())
 			pc_add_relaxed(&z->stats.pcp_busy, 1);
 	}
-	return zone_alloc(z, order);
+	return zone_alloc_req(z, rq);
 }
 
 /*
@@ -45,15 +86,15 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, unsigned order
  * `min_free` free pages.
  */
 static struct pc_page *take_elsewhere(struct pc_zone *skip, unsigned node, bool same_node,
-				      size_t min_free, unsigned cpu, unsigned order)
+				      size_t min_free, unsigned cpu, const struct page_req *rq)
 {
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
 		if (z == skip || (z->node == node) != same_node)
 			continue;
-		if (pc_load_relaxed(&z->free_hint) < PC_MAX(min_free, (size_t)1 << order))
+		if (pc_load_relaxed(&z->free_hint) < PC_MAX(min_free, req_pages(rq)))
 			continue;
-		struct pc_page *pg = zone_take(z, cpu, order);
+		struct pc_page *pg = zone_take(z, cpu, rq);
 		if (pg) {
 			if (page_stats_on())
 				pc_add_relaxed(&z->stats.fallbacks, 1);
@@ -64,11 +105,11 @@ static struct pc_page *take_elsewhere(struct pc_zone *skip, unsigned node, bool 
 }
 
 /* Last resort before failing: drain every pcp, then try every zone. */
-static struct pc_page *take_after_drain(unsigned order)
+static struct pc_page *take_after_drain(const struct page_req *rq)
 {
 	pc_page_drain_all();
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_page *pg = zone_alloc(pc_zone_get(i), order);
+		struct pc_page *pg = zone_alloc_req(pc_zone_get(i), rq);
 		if (pg)
 			return pg;
 	}
@@ -84,37 +125,38 @@ static struct pc_page *take_after_drain(unsigned order)
  *  3. when the OS refuses: any zone of the node, then of other nodes, then
  *     every pcp drained.
  */
-static PC_NOINLINE struct pc_page *alloc_slow(struct pc_zone *pref, unsigned cpu, unsigned order)
+static PC_NOINLINE struct pc_page *alloc_slow(struct pc_zone *pref, unsigned cpu,
+					       const struct page_req *rq)
 {
 	struct pc_page *pg;
 	for (int attempt = 0; attempt < 4; attempt++) {
-		pg = take_elsewhere(pref, pref->node, true, PC_REGION_PAGES / 4, cpu, order);
+		pg = take_elsewhere(pref, pref->node, true, PC_REGION_PAGES / 4, cpu, rq);
 		if (pg)
 			return pg;
 		if (!zone_grow(pref))
 			break;
-		pg = zone_take(pref, cpu, order);
+		pg = zone_take(pref, cpu, rq);
 		if (pg)
 			return pg;
 	}
-	pg = take_elsewhere(pref, pref->node, true, 0, cpu, order);
+	pg = take_elsewhere(pref, pref->node, true, 0, cpu, rq);
 	if (!pg)
-		pg = take_elsewhere(pref, pref->node, false, 0, cpu, order);
-	return pg ? pg : take_after_drain(order);
+		pg = take_elsewhere(pref, pref->node, false, 0, cpu, rq);
+	return pg ? pg : take_after_drain(rq);
 }
 
-static void *alloc_on(struct pc_zone *z, unsigned cpu, unsigned order)
+static void *alloc_on(struct pc_zone *z, unsigned cpu, const struct page_req *rq)
 {
 	if (page_stats_on())
 		pc_add_relaxed(&z->stats.alloc_calls, 1);
-	struct pc_page *pg = zone_take(z, cpu, order);
+	struct pc_page *pg = zone_take(z, cpu, rq);
 	if (pc_unlikely(!pg))
-		pg = alloc_slow(z, cpu, order);
+		pg = alloc_slow(z, cpu, rq);
 	if (pc_unlikely(!pg)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	pc_assert_internal(pc_pg_state(pg) == PC_PG_ALLOC && pc_pg_order(pg) == order);
+	pc_assert_internal(pc_pg_state(pg) == PC_PG_ALLOC && (rq->pages || pc_pg_order(pg) == rq->order));
 	return pc_page_address(pg);
 }
 
@@ -125,7 +167,25 @@ void *pc_alloc_pages(unsigned order)
 		return NULL;
 	}
 	unsigned cpu = os_cpu_current();
-	return alloc_on(pc_zone_preferred(cpu), cpu, order);
+	struct page_req rq = { .order = order };
+	return alloc_on(pc_zone_preferred(cpu), cpu, &rq);
+}
+
+void *pc_alloc_run_aligned(size_t pages, size_t align_pages)
+{
+	if (pc_unlikely(pages == 0 || pages > PC_RUN_MAX_PAGES || !pc_is_pow2(align_pages) ||
+			align_pages > PC_RUN_MAX_PAGES || !pc_page_try_init())) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	unsigned cpu = os_cpu_current();
+	struct page_req rq = { .pages = pages, .align_pages = align_pages };
+	return alloc_on(pc_zone_preferred(cpu), cpu, &rq);
+}
+
+void *pc_alloc_run(size_t pages)
+{
+	return pc_alloc_run_aligned(pages, 1);
 }
 
 void *pc_alloc_pages_node(unsigned order, unsigned node)
@@ -140,7 +200,8 @@ void *pc_alloc_pages_node(unsigned order, unsigned node)
 		struct pc_node *n = pc_node_get(node);
 		z = &n->zones[cpu % n->nr_zones];
 	}
-	return alloc_on(z, cpu, order);
+	struct page_req rq = { .order = order };
+	return alloc_on(z, cpu, &rq);
 }
 
 /*
@@ -197,6 +258,69 @@ void pc_free_pages(void *p, unsigned order)
 	zone_free(z, pg, order);
 }
 
+/* A run's head as the free path finds it: a run handed out (not free, not
+ * on a list), owned by the caller. */
+static bool run_head_live(const struct pc_page *pg)
+{
+	unsigned st = pc_pg_state_acquire(pg);
+	return st != PC_PG_RUN && st != PC_PG_RUN_END && st != PC_PG_PCP && st != PC_PG_BUDDY;
+}
+
+void pc_free_run(void *p, size_t pages)
+{
+	struct pc_page *pg = pc_page_of(p);
+	if (pc_unlikely(!pg || pages == 0 || pages > PC_RUN_MAX_PAGES ||
+			((uintptr_t)p & (PC_PAGE_SIZE - 1)) || !run_head_live(pg)))
+		pc_fatal("pc_free_run(%p, %zu pages): not a run in use (double free?)", p, pages);
+	struct pc_zone *z = pc_page_region(pg)->zone;
+	if (page_stats_on())
+		pc_add_relaxed(&z->stats.free_calls, 1);
+	pc_pg_set_state(pg, PC_PG_NONE);
+	if (pages <= PC_PCP_MAX_RUN) {
+		struct pc_pcp *pcp = &z->pcp[os_cpu_current()];
+		if (pc_likely(pc_spin_trylock(&pcp->lock))) {
+			bool drained = pcp_free_run(z, pcp, pg, pages);
+			pc_spin_unlock(&pcp->lock);
+			if (drained)
+				zone_maybe_release(z);
+			return;
+		}
+		if (page_stats_on())
+			pc_add_relaxed(&z->stats.pcp_busy, 1);
+	}
+	pc_lock_acquire(&z->lock);
+	zone_run_free_locked(z, pg, pages);
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	zone_maybe_release(z);
+}
+
+bool pc_run_grow(void *p, size_t pages, size_t to)
+{
+	if (to <= pages || to > PC_RUN_MAX_PAGES)
+		return to == pages;
+	struct pc_page *pg = pc_page_of_owned(p);
+	struct pc_zone *z = pc_page_region(pg)->zone;
+	pc_lock_acquire(&z->lock);
+	bool ok = zone_run_claim_locked(z, pg, pages, to);
+	pc_lock_release(&z->lock);
+	return ok;
+}
+
+void pc_run_shrink(void *p, size_t pages, size_t to)
+{
+	pc_assert(to >= 1 && to <= pages);
+	if (to == pages)
+		return;
+	struct pc_page *pg = pc_page_of_owned(p);
+	struct pc_zone *z = pc_page_region(pg)->zone;
+	pc_lock_acquire(&z->lock);
+	zone_run_free_locked(z, pg + to, pages - to);
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	zone_maybe_release(z);
+}
+
 void pc_page_drain_all(void)
 {
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
@@ -217,8 +341,13 @@ size_t pc_page_trim(void)
 	if (!pc_page_try_init())
 		return 0;
 	pc_page_drain_all();
-	for (unsigned i = 0; i < pc_zone_count(); i++)
-		released += zone_release(pc_zone_get(i), 0);
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		released += zone_release(z, 0);
+		pc_lock_acquire(&z->lock);
+		released += zone_run_release_locked(z);
+		pc_lock_release(&z->lock);
+	}
 	return released;
 }
 

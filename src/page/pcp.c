@@ -23,6 +23,10 @@
  * (pcp_decay). A small program thus holds vm.pcp_high_min pages per CPU, not
  * vm.pcp_high.
  *
+ * Runs (run.c) of up to PC_PCP_MAX_RUN pages have lists of their own, one
+ * per length, refilled from and drained to the zone's run heap the same way
+ * and counted in the same count and high.
+ *
  * Every function here but pcp_init and pcp_decay runs with pcp->lock held:
  * try-locked by allocation and free, locked outright by draining
  * (pc_page_drain_all).
@@ -37,6 +41,8 @@ void pcp_init(struct pc_pcp *pcp)
 	pcp->alloc_factor = pcp->free_factor = 0;
 	for (unsigned o = 0; o <= PC_PCP_MAX_ORDER; o++)
 		pc_list_init(&pcp->lists[o]);
+	for (unsigned n = 0; n <= PC_PCP_MAX_RUN; n++)
+		pc_list_init(&pcp->runs[n]);
 }
 
 /* The pcp's high, clamped to [min(vm.pcp_high_min, vm.pcp_high), vm.pcp_high]
@@ -72,22 +78,35 @@ static int refill_blocks(struct pc_pcp *pcp, unsigned order)
 	return PC_MIN(n, max_blocks);
 }
 
-/* Move a batch of blocks from the zone to the list of `order`; the number of
- * blocks moved, 0 if the zone had none. */
-static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
+/* A block or run of `pages` onto a pcp list: its length in aux (the
+ * checker's), the largest power of two it covers as order (the double-free
+ * check's), then the state. */
+static void pcp_mark(struct pc_page *pg, unsigned pages)
+{
+	pg->aux = pages;
+	pc_pg_set_order(pg, pc_log2(pages)); /* before the state: see pc_pg_set_state */
+	pc_pg_set_state(pg, PC_PG_PCP);
+}
+
+/* Move a batch from the zone to a list: blocks of `order` (run == 0) or runs
+ * of `run` pages (order: the order that holds one, to size the batch). The
+ * number moved, 0 if the zone had none. */
+static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, unsigned run)
 {
 	uint8_t factor = pcp->alloc_factor;
 	int want = refill_blocks(pcp, order), got = 0;
+	unsigned pages = run ? run : 1u << order;
+	struct pc_list *l = run ? &pcp->runs[run] : &pcp->lists[order];
 	bool stats = page_stats_on();
 	uint64_t t0 = stats ? os_now_ns() : 0;
 
 	pc_lock_acquire(&z->lock);
 	for (; got < want; got++) {
-		struct pc_page *pg = zone_alloc_block_locked(z, order);
+		struct pc_page *pg = run ? zone_run_alloc_locked(z, run, 1) : zone_alloc_block_locked(z, order);
 		if (!pg)
 			break;
-		pc_pg_set_state(pg, PC_PG_PCP);
-		pc_list_add_tail(&pg->list, &pcp->lists[order]);
+		pcp_mark(pg, pages);
+		pc_list_add_tail(&pg->list, l);
 	}
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
@@ -96,16 +115,16 @@ static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
 		return 0;
 	}
 
-	pcp->count += got << order;
+	pcp->count += got * (int)pages;
 	pcp->refills++;
-	pcp->last_refill = (uint32_t)(got << order);
+	pcp->last_refill = (uint32_t)got * pages;
 	pcp->free_factor >>= 1;
 	if (stats) {
 		uint64_t ns = os_now_ns() - t0;
 		pc_add_relaxed(&z->stats.refills, 1);
-		pc_add_relaxed(&z->stats.refill_pages, (uint64_t)got << order);
+		pc_add_relaxed(&z->stats.refill_pages, (uint64_t)got * pages);
 		pc_hist_add(&z->stats.refill_ns, ns);
-		pc_hist_add(&z->stats.refill_batch, (uint64_t)got << order);
+		pc_hist_add(&z->stats.refill_batch, (uint64_t)got * pages);
 	}
 	return got;
 }
@@ -114,11 +133,25 @@ static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
 struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
 {
 	struct pc_list *l = &pcp->lists[order];
-	if (pc_list_empty(l) && pcp_refill(z, pcp, order) == 0)
+	if (pc_list_empty(l) && pcp_refill(z, pcp, order, 0) == 0)
 		return NULL;
 	struct pc_page *pg = pc_list_first(l, struct pc_page, list);
 	pc_list_del(&pg->list);
 	pcp->count -= 1 << order;
+	pc_pg_set_state(pg, PC_PG_ALLOC);
+	return pg;
+}
+
+/* Take a run of `pages` (<= PC_PCP_MAX_RUN) from the pcp, refilling from the
+ * zone's run heap if its list is empty. */
+struct pc_page *pcp_alloc_run(struct pc_zone *z, struct pc_pcp *pcp, size_t pages)
+{
+	struct pc_list *l = &pcp->runs[pages];
+	if (pc_list_empty(l) && pcp_refill(z, pcp, pc_log2(pages), (unsigned)pages) == 0)
+		return NULL;
+	struct pc_page *pg = pc_list_first(l, struct pc_page, list);
+	pc_list_del(&pg->list);
+	pcp->count -= (int)pages;
 	pc_pg_set_state(pg, PC_PG_ALLOC);
 	return pg;
 }
@@ -144,6 +177,17 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 			moved += 1 << o;
 			pcp->count -= 1 << o;
 		}
+		for (int n = 1; n <= PC_PCP_MAX_RUN && moved < pages; n++) {
+			struct pc_list *l = &pcp->runs[n];
+			if (pc_list_empty(l))
+				continue;
+			struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
+			pc_list_del(&pg->list);
+			pc_pg_set_state(pg, PC_PG_NONE);
+			zone_run_free_locked(z, pg, (size_t)n);
+			moved += n;
+			pcp->count -= n;
+		}
 	}
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
@@ -157,18 +201,38 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 	pc_hist_add_since(&z->stats.drain_ns, t0);
 }
 
+static bool pcp_over_high(struct pc_zone *z, struct pc_pcp *pcp, int high);
+
 /* Put a block on the pcp; past `high` pages, drain a scaled batch. Returns
  * whether it drained (the zone's free memory then grew). */
 bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order)
 {
 	int high = pcp_high(pcp); /* the options may change at run time */
 
-	pc_pg_set_order(pg, order); /* before the state: see pc_pg_set_state */
-	pc_pg_set_state(pg, PC_PG_PCP);
+	pcp_mark(pg, 1u << order);
 	pc_list_add(&pg->list, &pcp->lists[order]);
 	pcp->count += 1 << order;
 	if (pc_likely(pcp->count <= high))
 		return false;
+	return pcp_over_high(z, pcp, high);
+}
+
+/* The same for a run of `pages` (<= PC_PCP_MAX_RUN). */
+bool pcp_free_run(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, size_t pages)
+{
+	int high = pcp_high(pcp);
+
+	pcp_mark(pg, (unsigned)pages);
+	pc_list_add(&pg->list, &pcp->runs[pages]);
+	pcp->count += (int)pages;
+	if (pc_likely(pcp->count <= high))
+		return false;
+	return pcp_over_high(z, pcp, high);
+}
+
+/* Past high: grow high if the CPU cycles pages, else drain a scaled batch. */
+static bool pcp_over_high(struct pc_zone *z, struct pc_pcp *pcp, int high)
+{
 	if (pcp->refills != pcp->refills_at_drain) { /* cycling: room for a batch more */
 		pcp->refills_at_drain = pcp->refills;
 		pcp->high = high = PC_MIN(high + (int)pc_option(PC_OPT_VM_PCP_BATCH),

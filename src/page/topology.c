@@ -91,6 +91,7 @@ static bool zone_setup(struct pc_zone *z, unsigned node, unsigned instance)
 		pc_list_init(&z->free_area[o].dirty);
 		pc_list_init(&z->free_area[o].clean);
 	}
+	zone_run_init(z);
 	z->node = node;
 	z->instance = instance;
 	z->id = nr_zones;

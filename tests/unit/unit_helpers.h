@@ -56,11 +56,12 @@ static inline struct pc_zone *zone_of(const void *p)
 	return pc_page_region(pg)->zone;
 }
 
-/* Free pages of zone z (read under its lock) plus pages cached on its pcps. */
+/* Free pages of zone z (buddy lists and run heap, read under its lock) plus
+ * pages cached on its pcps. */
 static inline size_t zone_free_total(struct pc_zone *z)
 {
 	pc_lock_acquire(&z->lock);
-	size_t n = z->free_pages;
+	size_t n = z->free_pages + z->run_free_pages; /* buddy lists and run heap */
 	pc_lock_release(&z->lock);
 	for (unsigned c = 0; c < os_cpu_count(); c++)
 		n += (size_t)z->pcp[c].count;

@@ -1,0 +1,244 @@
+/*
+ * page/run.c - runs: exact page counts for medium and large malloc blocks
+ * (issue 9: a block of n pages costs n pages, not the next power of two).
+ *
+ * Why not the buddy lists: a buddy block is a power of two, aligned. Cutting
+ * an n-page run out of one and freeing the tail back as aligned pieces was
+ * measured (docs/pages.md): the pieces of freed runs cannot serve the next
+ * run (which needs an aligned block again) and slabs take them, so the zone
+ * fills with fragments and the mixed-size workload needed twice the memory.
+ * So runs live apart, in chunks: buddy blocks of PC_MAX_ORDER (4 MiB) that
+ * the zone hands to its run heap whole. Inside its chunks the heap keeps
+ * free runs of any length, best fit, coalesced at once with their free
+ * neighbours (glibc and jemalloc place large blocks this way); a chunk that
+ * becomes wholly free goes back to the buddy lists, where it ages and is
+ * released like any free block. Slabs and pc_alloc_pages never see a chunk,
+ * as the kernel keeps movable and unmovable pages in separate pageblocks.
+ *
+ * A free run of n pages: its head descriptor has state PC_PG_RUN and aux n,
+ * and is on run_bins[n]; its last descriptor (n >= 2) has state
+ * PC_PG_RUN_END and aux n, so that a run freed just after it finds its head
+ * in O(1). Every other page of it has state PC_PG_NONE. run_bitmap has bit n
+ * set iff run_bins[n] is not empty, so the best fit is a bit scan. A free
+ * run never crosses its chunk's edge, and no free run is next to another
+ * one in the same chunk (coalescing is complete).
+ *
+ * Everything here runs under zone->lock (it is part of the zone's free
+ * memory, just kept apart); the per-CPU lists of runs are in pcp.c.
+ */
+#include "page.h"
+
+void zone_run_init(struct pc_zone *z)
+{
+	for (size_t n = 0; n <= PC_RUN_MAX_PAGES; n++)
+		pc_list_init(&z->run_bins[n]);
+}
+
+static size_t chunk_start(size_t idx)
+{
+	return idx & ~(PC_RUN_MAX_PAGES - 1);
+}
+
+/* Put [idx, idx + n) of r on the heap as one free run. */
+static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_t n)
+{
+	struct pc_page *head = &r->pages[idx];
+	head->aux = (uint32_t)n;
+	pc_pg_set_state(head, PC_PG_RUN);
+	if (n > 1) {
+		r->pages[idx + n - 1].aux = (uint32_t)n;
+		pc_pg_set_state(&r->pages[idx + n - 1], PC_PG_RUN_END);
+	}
+	pc_list_add(&head->list, &z->run_bins[n]); /* the warmest first */
+	z->run_bitmap[n >> 6] |= (uint64_t)1 << (n & 63);
+	z->run_free_pages += n;
+}
+
+/* Take a free run off the heap; its pages are PC_PG_NONE after. */
+static void run_remove(struct pc_zone *z, struct pc_page *head)
+{
+	size_t n = head->aux;
+	pc_list_del(&head->list);
+	if (pc_list_empty(&z->run_bins[n]))
+		z->run_bitmap[n >> 6] &= ~((uint64_t)1 << (n & 63));
+	z->run_free_pages -= n;
+	pc_pg_set_state(head, PC_PG_NONE);
+	if (n > 1)
+		pc_pg_set_state(head + n - 1, PC_PG_NONE);
+}
+
+/* Smallest length >= n with a free run, or 0. */
+static size_t best_fit(const struct pc_zone *z, size_t n)
+{
+	size_t w = n >> 6;
+	uint64_t bits = z->run_bitmap[w] & (~(uint64_t)0 << (n & 63));
+	for (;;) {
+		if (bits)
+			return (w << 6) + (size_t)__builtin_ctzll(bits);
+		if (++w > PC_RUN_MAX_PAGES / 64)
+			return 0;
+		bits = z->run_bitmap[w];
+	}
+}
+
+/*
+ * Free [idx, idx + n) of r into the heap: merged with the free run that
+ * ends just before it and the one that starts just after it (within the
+ * chunk). A chunk wholly free goes back to the buddy lists.
+ */
+static void run_free_range(struct pc_zone *z, struct pc_region *r, size_t idx, size_t n)
+{
+	size_t start = chunk_start(idx);
+	if (idx > start) {
+		struct pc_page *prev = &r->pages[idx - 1];
+		unsigned st = pc_pg_state(prev);
+		if (st == PC_PG_RUN_END || st == PC_PG_RUN) {
+			size_t len = st == PC_PG_RUN ? 1 : prev->aux;
+			run_remove(z, prev - len + 1);
+			idx -= len;
+			n += len;
+		}
+	}
+	if (idx + n < start + PC_RUN_MAX_PAGES && pc_pg_state(&r->pages[idx + n]) == PC_PG_RUN) {
+		struct pc_page *next = &r->pages[idx + n];
+		n += next->aux;
+		run_remove(z, next);
+	}
+	if (n == PC_RUN_MAX_PAGES) { /* the whole chunk: back to the buddy lists */
+		z->run_chunk_pages -= PC_RUN_MAX_PAGES;
+		zone_free_block_locked(z, &r->pages[idx], PC_MAX_ORDER, PC_MEM_DIRTY);
+		return;
+	}
+	run_insert(z, r, idx, n);
+}
+
+/* A new chunk from the buddy lists, its pages one free run; false if none. */
+static bool run_grow_heap(struct pc_zone *z)
+{
+	struct pc_page *pg = zone_alloc_block_locked(z, PC_MAX_ORDER);
+	if (!pg)
+		return false;
+	struct pc_region *r = pc_page_region(pg);
+	z->run_chunk_pages += PC_RUN_MAX_PAGES;
+	run_insert(z, r, (size_t)(pg - r->pages), PC_RUN_MAX_PAGES);
+	return true;
+}
+
+/*
+ * A run of `pages` whose start is aligned to align_pages (1: a page): the
+ * best fit (smallest free run that holds it, the most recently freed of its
+ * length), split; the parts before and after go back. With an alignment,
+ * a run long enough for any placement (pages + align_pages - 1). NULL if
+ * neither the heap nor the buddy lists have room. Head state PC_PG_NONE.
+ */
+struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t align_pages)
+{
+	pc_lock_assert_held(&z->lock);
+	size_t need = PC_MIN(pages + align_pages - 1, PC_RUN_MAX_PAGES);
+	size_t len = best_fit(z, need);
+	if (!len) {
+		if (!run_grow_heap(z))
+			return NULL;
+		len = best_fit(z, need);
+	}
+	struct pc_page *head = pc_list_first(&z->run_bins[len], struct pc_page, list);
+	struct pc_region *r = pc_page_region(head);
+	size_t idx = (size_t)(head - r->pages);
+	size_t at = (idx + align_pages - 1) & ~(align_pages - 1);
+	/* Cannot fail: a run of need pages holds an aligned start, and when need
+	 * is capped at a chunk, only a fresh chunk (aligned to 4 MiB) fits it. */
+	if (pc_unlikely(at + pages > idx + len))
+		return NULL;
+	run_remove(z, head);
+	if (at > idx)
+		run_free_range(z, r, idx, at - idx);
+	if (at + pages < idx + len)
+		run_free_range(z, r, at + pages, idx + len - at - pages);
+	return &r->pages[at];
+}
+
+/* Free a run of `pages` (head state already PC_PG_NONE). */
+void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages)
+{
+	struct pc_region *r = pc_page_region(pg);
+	pc_lock_assert_held(&z->lock);
+	run_free_range(z, r, (size_t)(pg - r->pages), pages);
+}
+
+/* Lengthen the run at pg from `pages` to `to` if a free run long enough
+ * starts right after it in the same chunk; what it does not need stays free. */
+bool zone_run_claim_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, size_t to)
+{
+	struct pc_region *r = pc_page_region(pg);
+	size_t idx = (size_t)(pg - r->pages), end = idx + pages;
+	pc_lock_assert_held(&z->lock);
+	if (chunk_start(idx) + PC_RUN_MAX_PAGES < idx + to || end == chunk_start(idx) + PC_RUN_MAX_PAGES)
+		return false;
+	struct pc_page *next = &r->pages[end];
+	if (pc_pg_state(next) != PC_PG_RUN || next->aux < to - pages)
+		return false;
+	size_t len = next->aux;
+	run_remove(z, next);
+	if (len > to - pages)
+		run_insert(z, r, idx + to, len - (to - pages));
+	return true;
+}
+
+/* pc_page_trim: give every free run of the heap back to the OS (under the
+ * lock: trim is rare, and a run released must not be handed out meanwhile).
+ * Returns the bytes released. */
+size_t zone_run_release_locked(struct pc_zone *z)
+{
+	size_t bytes = 0;
+	for (size_t n = 1; n <= PC_RUN_MAX_PAGES; n++) {
+		struct pc_list *it;
+		pc_list_for_each(it, &z->run_bins[n]) {
+			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+			if (os_release(pc_page_address(pg), n << PC_PAGE_SHIFT) == 0)
+				bytes += n << PC_PAGE_SHIFT;
+		}
+	}
+	return bytes;
+}
+
+#define RUN_CHECK(cond, ...)                     \
+	do {                                     \
+		if (!(cond)) {                   \
+			pc_message(__VA_ARGS__); \
+			return false;            \
+		}                                \
+	} while (0)
+
+/* The heap's invariants (top of the file); *listed = free runs on the bins. */
+bool zone_run_check_locked(struct pc_zone *z, size_t *listed)
+{
+	size_t pages = 0;
+	for (size_t n = 1; n <= PC_RUN_MAX_PAGES; n++) {
+		bool bit = (z->run_bitmap[n >> 6] >> (n & 63)) & 1;
+		RUN_CHECK(bit == !pc_list_empty(&z->run_bins[n]), "zone %u: run bitmap bit %zu wrong", z->id, n);
+		struct pc_list *it;
+		pc_list_for_each(it, &z->run_bins[n]) {
+			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+			struct pc_region *r = pc_page_region(pg);
+			size_t idx = (size_t)(pg - r->pages), start = chunk_start(idx);
+			RUN_CHECK(r->zone == z && pc_pg_state(pg) == PC_PG_RUN && pg->aux == n,
+				  "zone %u: %zu-page run bin holds state %u length %u", z->id, n,
+				  pc_pg_state(pg), pg->aux);
+			RUN_CHECK(idx + n <= start + PC_RUN_MAX_PAGES && n < PC_RUN_MAX_PAGES,
+				  "zone %u: free run leaves its chunk", z->id);
+			RUN_CHECK(n == 1 || (pc_pg_state(pg + n - 1) == PC_PG_RUN_END && pg[n - 1].aux == n),
+				  "zone %u: free run of %zu without its end", z->id, n);
+			RUN_CHECK(idx == start || (pc_pg_state(pg - 1) != PC_PG_RUN &&
+						   pc_pg_state(pg - 1) != PC_PG_RUN_END),
+				  "zone %u: free runs not coalesced", z->id);
+			RUN_CHECK(idx + n == start + PC_RUN_MAX_PAGES || pc_pg_state(pg + n) != PC_PG_RUN,
+				  "zone %u: free runs not coalesced", z->id);
+			pages += n;
+			(*listed)++;
+		}
+	}
+	RUN_CHECK(pages == z->run_free_pages, "zone %u: run_free_pages %zu, bins %zu", z->id,
+		  z->run_free_pages, pages);
+	RUN_CHECK(pages <= z->run_chunk_pages, "zone %u: more free run pages than chunks", z->id);
+	return true;
+}
