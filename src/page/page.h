@@ -261,7 +261,11 @@ void pc_free_pages(void *p, unsigned order);
  * next power of two. Runs are cut from chunks (buddy blocks of PC_MAX_ORDER)
  * kept apart from the blocks of pc_alloc_pages. Runs of up to PC_PCP_MAX_RUN
  * pages are cached per CPU by length. pc_free_run takes the current length;
- * a pointer that heads no run, or a run already free, aborts.
+ * it aborts on a page it does not manage, a bad length or alignment, and a
+ * head still marked free (on a per-CPU list or heading a free run). It cannot
+ * tell the middle of a free run (a run already merged into a larger free
+ * one) from a run in use, so callers must not rely on it for double frees:
+ * malloc's pointer check refuses a large block freed twice before this.
  */
 void *pc_alloc_run(size_t pages);
 void *pc_alloc_run_aligned(size_t pages, size_t align_pages);
