@@ -143,8 +143,13 @@ bool os_rseq_setup(void);
 /* The top of the current CPU's stack, popped; NULL if empty or this thread
  * has no rseq registration. */
 void *os_rseq_pop(void *base);
-/* Push obj onto the current CPU's stack; false if full or not registered. */
-bool os_rseq_push(void *base, void *obj);
+/* Push obj onto the current CPU's stack: 1 if pushed; 0 if full or not
+ * registered; -1 if obj already is one of the stack's two topmost objects
+ * (then nothing is pushed: the caller's double-free check). Checked even
+ * when the stack is full. Contract: obj is never NULL and never a value the
+ * stack's link word can hold (NULL or another stack), since the comparison
+ * with objects[count - 2] reads the link word when count == 1. */
+int os_rseq_push(void *base, void *obj);
 /* On CPU cpu only: if slot cpu holds old_stack, store new_stack; true if
  * stored, false if the caller runs elsewhere or the slot changed. */
 bool os_rseq_slot_cas(void *base, unsigned cpu, void *old_stack, void *new_stack);

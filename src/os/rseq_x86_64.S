@@ -14,7 +14,10 @@
  * points to a stack { u32 count; u32 capacity; u64 link; void *objects[] }.
  * A section reads the CPU number (rseq cpu_id: negative when this thread is
  * not registered, which fails the call), the slot's stack, and commits with
- * exactly one store, its last instruction.
+ * exactly one store, its last instruction. Every jump inside a section goes
+ * forward to a label of the same section or out of it for good (a failure
+ * exit that commits nothing): code outside [start, end) is never run between
+ * a section's reads and its commit, where a preemption would go unseen.
  *
  * SysV ABI: arguments in rdi, rsi, rdx, rcx; result in rax; rax, rcx, rdx,
  * rsi, rdi, r8-r11 may be clobbered.
@@ -75,8 +78,14 @@ os_rseq_pop:
 	.size os_rseq_pop, . - os_rseq_pop
 	RSEQ_DESCRIPTOR(.Lpop_cs, .Lpop_start, .Lpop_end, .Lpop_abort)
 
-/* bool os_rseq_push(void *base, void *obj): push onto the current CPU's
- * stack. Returns 1, or 0 when it is full or the thread is not registered. */
+/* int os_rseq_push(void *base, void *obj): push onto the current CPU's
+ * stack. Returns 1; 0 when it is full or the thread is not registered; -1
+ * when obj already is one of the two topmost objects (a double free: the
+ * caller reports it). The comparison runs before the capacity test, so a
+ * full stack is checked too. It reads objects[count - 1] and
+ * objects[count - 2] only when count > 0: with count == 1 the second is the
+ * link word before objects[], which holds NULL or a pointer to another stack,
+ * never an object (the caller's contract, os.h). */
 	.globl os_rseq_push
 	.hidden os_rseq_push
 	.type os_rseq_push, @function
@@ -94,6 +103,14 @@ os_rseq_push:
 	shlq $SLOT_SHIFT, %rax             /* byte offset of this CPU's slot */
 	movq (%rdi,%rax), %rcx             /* rcx = the slot's stack */
 	movl STACK_COUNT(%rcx), %eax       /* eax = count */
+	testl %eax, %eax                   /* empty: nothing to compare with */
+	jz .Lpush_room                     /* (a jump forward inside the section) */
+	cmpq %rsi, STACK_OBJECTS-8(%rcx,%rax,8) /* obj == objects[count - 1]? */
+	je .Lpush_twice
+	cmpq %rsi, STACK_OBJECTS-16(%rcx,%rax,8) /* obj == objects[count - 2]
+					     (the link word when count == 1)? */
+	je .Lpush_twice
+.Lpush_room:
 	cmpl STACK_CAP(%rcx), %eax         /* count >= capacity: full, slow path */
 	jae .Lpush_fail
 	movq %rsi, STACK_OBJECTS(%rcx,%rax,8) /* objects[count] = obj (above the
@@ -105,6 +122,11 @@ os_rseq_push:
 	ret
 .Lpush_fail:
 	xorl %eax, %eax                    /* not pushed */
+	ret
+.Lpush_twice:
+	/* Left without a commit, so what we read was one consistent state of
+	 * this CPU's stack: obj was in it, free, at that instant. */
+	movl $-1, %eax                     /* already on the stack */
 	ret
 	.long RSEQ_SIG                     /* signature the kernel checks */
 .Lpush_abort:

@@ -71,7 +71,12 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
 	for (uint32_t i = 0; i < sh->count; i++) {
 		void *obj = sh->objects[i];
-		slab_free_fast(s, pc_slab_of(obj), obj);
+		struct pc_page *slab = pc_slab_of(obj);
+		/* A second copy of an object freed twice: its slab may have
+		 * gone back to the page allocator with the first one. */
+		if (pc_unlikely(!slab || slab->owner != s))
+			pc_slab_double_free(s, obj);
+		slab_free_fast(s, slab, obj);
 	}
 	sh->count = 0;
 }

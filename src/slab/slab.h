@@ -61,6 +61,31 @@
  *   Constructors: sheaves store pointers only, never touch the objects, so
  *   a cache with a constructor keeps SLUB's semantics (constructed once).
  *
+ * ---- Double frees (checked by default; "free(): double free detected") -----
+ *   Objects carry no state of their own (a free object's memory is the
+ *   user's old data, or the free pointer), so a double free is caught where
+ *   the first free left the object next to where the second one puts it:
+ *   - the sheaf free fast paths (rseq and thread) compare the object with
+ *     the two topmost objects of the sheaf they push onto, before testing
+ *     whether it is full: free(a); free(a) and free(a); free(b); free(a) on
+ *     one CPU (or thread), with nothing but frees in between. In rseq mode
+ *     the comparison is inside the critical section, so it reads one
+ *     consistent state of that CPU's sheaf.
+ *   - the slab frees compare the object with the freelist it is pushed
+ *     onto (SLUB's naive check, extended to the second entry of the CPU
+ *     freelist in slab_free_fast; the head of the slab's own freelist in
+ *     slab_free_slow), and slab_free_slow refuses a free to a
+ *     slab none of whose objects is in use; a flushed sheaf object whose
+ *     slab is gone, and a CPU freelist longer than its slab, are reported.
+ *   None of these reads can see a legitimately allocated object as free: it
+ *   has been on no free list since its allocation, which happens before the
+ *   free (C11 coherence; the rseq section reads its CPU's sheaf atomically).
+ *   Not caught: a double free whose first copy has been buried under more
+ *   than one later free of the same cache, or moved away (sheaf swapped,
+ *   thread migrated) before the second free; those two copies may later be
+ *   handed out twice. The cost: about six instructions on the free fast path
+ *   (docs/reliability.md).
+ *
  * ---- Locks (outermost first) -----------------------------------------------
  *   slab_mutex (global: the cache list, creation, tunable changes)
  *     -> slot->lock (per cache and CPU number: changes of its main and spare
@@ -194,6 +219,12 @@ _Static_assert(offsetof(struct pc_sheaf, objects) == offsetof(struct os_rseq_sta
 	       offsetof(struct pc_sheaf, capacity) == offsetof(struct os_rseq_stack, capacity),
 	       "struct pc_sheaf is an os_rseq_stack");
 #define PC_SHEAF_MAX 512 /* largest capacity (slub.sheaf_capacity) */
+/* The free fast paths compare the object with objects[count - 1] and
+ * objects[count - 2] (the double-free check, see "Double frees"); when
+ * count == 1 the latter is the next field, which holds NULL or a sheaf (an
+ * object of an internal cache, never of a cache with sheaves). */
+_Static_assert(offsetof(struct pc_sheaf, next) + sizeof(void *) == offsetof(struct pc_sheaf, objects),
+	       "next is the word before objects[]");
 /* Count 0, capacity 0: every push and pop fails. `none` stands for "no
  * sheaf"; `busy` marks a thread-mode entry whose fast path is running. */
 extern struct pc_sheaf pc_sheaf_none, pc_sheaf_busy;
@@ -412,6 +443,10 @@ PC_INLINE bool pc_slab_is_slot(const struct pc_cache *s, struct pc_page *slab, c
 	return pc_slab_slot_index(s, slab, p) < PC_SLAB_OBJECTS(counters);
 }
 
+/* "sheaf.c": report a double free of obj (an object of s) and abort
+ * ("Double frees" above). */
+PC_COLD __attribute__((noreturn)) void pc_slab_double_free(const struct pc_cache *s,
+							    const void *obj);
 /* "slab_alloc.c" */
 void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c);
 /* "slab_free.c" */
@@ -443,6 +478,26 @@ PC_INLINE void *slab_alloc_fast(struct pc_cache *s)
 }
 
 /*
+ * The double-free check of the slab free fast path: whether obj is first or
+ * second on c's freelist, whose head the caller read after tid. The head
+ * itself is exact (it was free when read, and obj, if allocated, has been on
+ * no freelist since). The second entry is the head's free pointer, read
+ * racily: the head may have been allocated and written by its new owner
+ * meanwhile, so a match counts only if tid has not moved since, which proves
+ * no allocation took the head before the read (as a seqlock reader).
+ */
+PC_INLINE bool slab_cpu_freelist_holds(const struct pc_cache *s, struct pc_cache_cpu *c,
+				       uint64_t tid, void *head, const void *obj)
+{
+	if (head == obj)
+		return true;
+	if (!head || slab_next_racy(s, head) != obj)
+		return false;
+	atomic_thread_fence(memory_order_acquire); /* the read above before tid's */
+	return pc_load_relaxed(&c->fl.word) == tid;
+}
+
+/*
  * Slab free fast path (below the sheaves). Preconditions: obj is an
  * allocated object of s whose slab is `slab`. Exits: obj pushed on the CPU
  * freelist when its slab is the CPU slab (tid even and unchanged across the
@@ -460,6 +515,8 @@ PC_INLINE void slab_free_fast(struct pc_cache *s, struct pc_page *slab, void *ob
 			return;
 		}
 		void *head = pc_load_relaxed(&c->fl.ptr);
+		if (pc_unlikely(slab_cpu_freelist_holds(s, c, tid, head, obj)))
+			pc_slab_double_free(s, obj);
 		slab_set_next(s, obj, head);
 		if (pc_likely(pc_dcas(&c->fl, head, tid, obj, tid + 2))) {
 			slab_stat(c, PC_SLAB_STAT_free_fastpath);
@@ -472,7 +529,8 @@ PC_INLINE void slab_free_fast(struct pc_cache *s, struct pc_page *slab, void *ob
 /* "sheaf.c": the sheaf slow paths (any mode; see "Sheaves" above). */
 void *sheaf_alloc_slow(struct pc_cache *s);
 void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
-/* rseq mode's free: os_rseq_push, else sheaf_free_slow. */
+/* rseq mode's free: os_rseq_push, else (full) sheaf_free_slow, or (obj on
+ * the sheaf's top) pc_slab_double_free. */
 void sheaf_free_rseq(struct pc_cache *s, struct pc_page *slab, void *obj);
 
 /*
@@ -529,10 +587,19 @@ PC_INLINE void *pc_cache_alloc_try(struct pc_cache *s)
 	return obj;
 }
 
+/* Whether obj is one of the two topmost objects of sh, which holds n
+ * (the double-free check; with n == 1 the second read is sh->next). */
+PC_INLINE bool sheaf_top_holds(const struct pc_sheaf *sh, uint32_t n, const void *obj)
+{
+	const void *const *top = (const void *const *)sh->objects + n;
+	return n != 0 && (top[-1] == obj || top[-2] == obj);
+}
+
 /*
- * Free fast path. Preconditions: obj is an allocated object of s, in slab
- * `slab`. Exits: obj pushed onto the current CPU's (rseq) or thread's main
- * sheaf, whatever slab it is in, or sheaf_free_slow() when that is full.
+ * Free fast path. Preconditions: obj is an object of s, in slab `slab`.
+ * Exits: obj pushed onto the current CPU's (rseq) or thread's main sheaf,
+ * whatever slab it is in, or sheaf_free_slow() when that is full, or
+ * pc_slab_double_free() when obj is on that sheaf's top already.
  */
 PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
@@ -543,6 +610,8 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 		struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
 		struct pc_sheaf *sh = *entry;
 		uint32_t n = sh->count;
+		if (pc_unlikely(sheaf_top_holds(sh, n, obj)))
+			pc_slab_double_free(s, obj);
 		if (pc_likely(n < sh->capacity)) {
 			*entry = &pc_sheaf_busy;
 			atomic_signal_fence(memory_order_seq_cst); /* busy before the push */

@@ -324,10 +324,13 @@ void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c)
 	struct pc_page *slab = pc_load_relaxed(&c->slab);
 	if (slab) {
 		if (fl) {
-			uint32_t k = 1;
+			uint32_t k = 1, objects = PC_SLAB_OBJECTS(pc_load_relaxed(&slab_word(slab)->word));
 			void *tail = fl;
-			for (void *o = slab_next(s, fl); o; o = slab_next(s, o), k++)
+			for (void *o = slab_next(s, fl); o; o = slab_next(s, o), k++) {
+				if (pc_unlikely(k >= objects)) /* a cycle: an object freed twice */
+					pc_slab_double_free(s, o);
 				tail = o;
+			}
 			struct pc_dword *w = slab_word(slab);
 			for (;;) {
 				void *prior = pc_load_relaxed(&w->ptr);

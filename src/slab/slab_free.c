@@ -67,6 +67,10 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	for (;;) {
 		void *prior = pc_load_relaxed(&w->ptr);
 		cnt = pc_load_relaxed(&w->word);
+		/* obj already heads the freelist, or no object is in use: a
+		 * double free (slab.h, "Double frees"). */
+		if (pc_unlikely(prior == obj || PC_SLAB_INUSE(cnt) == 0))
+			pc_slab_double_free(s, obj);
 		inuse = PC_SLAB_INUSE(cnt) - 1;
 		freeze = false;
 		if (!PC_SLAB_FROZEN(cnt) && (inuse == 0 || !prior)) {
