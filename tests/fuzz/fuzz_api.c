@@ -132,11 +132,21 @@ static sem_t to_remote, from_remote;
 static void *remote_block;
 static int remote_cache = -1;
 
+/* sem_wait fails with EINTR when a signal handler runs (libFuzzer's
+ * -timeout timer sends SIGALRM every few seconds), whatever SA_RESTART says:
+ * retry, or the two threads fall out of step and the remote thread frees a
+ * block twice (which pcmalloc's double-free check then reports). */
+static void sem_wait_all(sem_t *sem)
+{
+	while (sem_wait(sem) != 0)
+		;
+}
+
 static void *remote_thread(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		sem_wait(&to_remote);
+		sem_wait_all(&to_remote);
 		if (remote_cache >= 0)
 			pc_cache_free(caches[remote_cache], remote_block);
 		else
@@ -169,7 +179,7 @@ static void release(struct slot *s, bool remote)
 		remote_block = s->p;
 		remote_cache = s->cache;
 		sem_post(&to_remote);
-		sem_wait(&from_remote);
+		sem_wait_all(&from_remote);
 	} else if (s->cache >= 0) {
 		pc_cache_free(caches[s->cache], s->p);
 	} else {
