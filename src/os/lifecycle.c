@@ -11,6 +11,9 @@
  *    those that ran before it, and a registration waits for the fork.
  *  - life_key: one pthread key whose destructor runs the thread_exit
  *    handlers; life_armed (per thread) says whether this thread's value is set.
+ *  - once_running, once_forks: how many once-inits run now, and how many
+ *    fork()s wait for them to finish (see "once and fork" below);
+ *    once_depth (per thread): nesting of the inits this thread runs.
  * pthread_atfork is called once, from a library constructor that runs before
  * other libraries' (priority 101): prepare handlers run in reverse order of
  * registration, so ours runs last and other libraries' may still allocate.
@@ -25,6 +28,53 @@
 /* States of a once: 0 not done, 1 running, 2 done. */
 #define PC_ONCE_RUNNING 1u
 
+void (*_Atomic pc_once_test_hook)(_Atomic uint32_t *state, enum pc_once_event event);
+
+static void once_event(_Atomic uint32_t *state, enum pc_once_event event)
+{
+	void (*hook)(_Atomic uint32_t *, enum pc_once_event) = pc_load_relaxed(&pc_once_test_hook);
+	if (pc_unlikely(hook != NULL))
+		hook(state, event);
+}
+
+/*
+ * Once and fork. Only the forking thread exists in the child, so an init
+ * that another thread was running at fork() would stay RUNNING there forever
+ * and the child's first call would wait for it without end. So fork() waits
+ * for the running inits to finish and no new one starts meanwhile: a reader-
+ * writer gate, the inits readers (once_running), life_prefork the writer
+ * (once_forks). Both sides announce themselves, then look at the other (a
+ * store then a load, sequentially consistent: of an init that starts and a
+ * fork that begins at once, at least one sees the other; an init that sees
+ * the fork steps back and waits for it). An init nested in one this thread
+ * runs already (once_depth > 0) is part of it and never waits, or the fork
+ * waiting for the outer one and the inner one waiting for the fork would
+ * deadlock. The prefork waits before it takes life_lock, which an init may
+ * take (pc_life_register).
+ */
+static _Atomic uint32_t once_running, once_forks;
+static __thread unsigned once_depth __attribute__((tls_model("initial-exec")));
+
+static void once_enter(void)
+{
+	if (once_depth++ > 0)
+		return;
+	for (;;) {
+		atomic_fetch_add(&once_running, 1); /* seq_cst: see above */
+		if (atomic_load(&once_forks) == 0)
+			return;
+		atomic_fetch_sub(&once_running, 1); /* a fork waits: let it go first */
+		while (atomic_load(&once_forks) != 0)
+			sched_yield();
+	}
+}
+
+static void once_leave(void)
+{
+	if (--once_depth == 0)
+		atomic_fetch_sub(&once_running, 1);
+}
+
 bool pc_once_slow(_Atomic uint32_t *state, bool (*init)(void))
 {
 	for (;;) {
@@ -34,13 +84,19 @@ bool pc_once_slow(_Atomic uint32_t *state, bool (*init)(void))
 		if (s == PC_ONCE_DONE)
 			return true;
 		if (s == PC_ONCE_INIT) {
-			if (!pc_cas_strong_acquire(state, &s, PC_ONCE_RUNNING))
+			once_enter();
+			if (!pc_cas_strong_acquire(state, &s, PC_ONCE_RUNNING)) {
+				once_leave();
 				continue;
+			}
+			once_event(state, PC_ONCE_EVENT_RUN);
 			bool ok = init();
 			/* Release: publishes init()'s writes with the state. */
 			pc_store_release(state, ok ? PC_ONCE_DONE : PC_ONCE_INIT);
+			once_leave();
 			return ok;
 		}
+		once_event(state, PC_ONCE_EVENT_WAIT);
 		while (pc_load_acquire(state) == PC_ONCE_RUNNING) /* acquire: as above */
 			sched_yield();
 		if (pc_load_acquire(state) == PC_ONCE_INIT)
@@ -81,9 +137,18 @@ void pc_life_register(const struct pc_life *life)
 	life_lock_drop();
 }
 
-/* prefork: outer layers (high rank) first, the registry lock held throughout. */
+/* prefork: no init running (see "once and fork"), then outer layers (high
+ * rank) first, the registry lock held throughout. */
 static void life_prefork(void)
 {
+	/* An init of this thread that forks (against the rules) counts itself. */
+	uint32_t own = once_depth > 0;
+	atomic_fetch_add(&once_forks, 1); /* seq_cst: see "once and fork" */
+	if (atomic_load(&once_running) != own) {
+		once_event(NULL, PC_ONCE_EVENT_FORK_WAIT);
+		while (atomic_load(&once_running) != own)
+			sched_yield();
+	}
 	life_lock_take();
 	for (unsigned i = pc_load_relaxed(&life_count); i-- > 0;)
 		if (life_table[i]->prefork)
@@ -96,6 +161,7 @@ static void life_postfork_parent(void)
 		if (life_table[i]->postfork_parent)
 			life_table[i]->postfork_parent();
 	life_lock_drop();
+	atomic_fetch_sub(&once_forks, 1); /* inits may start again */
 }
 
 static void life_postfork_child(void)
@@ -104,6 +170,10 @@ static void life_postfork_child(void)
 		if (life_table[i]->postfork_child)
 			life_table[i]->postfork_child();
 	pc_store_relaxed(&life_lock, 0); /* the child is single-threaded */
+	/* Other threads' inits were waited for; only this thread's may run
+	 * here, and no other fork exists. */
+	pc_store_relaxed(&once_running, once_depth > 0);
+	pc_store_relaxed(&once_forks, 0);
 }
 
 /* ---- thread exit ---------------------------------------------------------------- */

@@ -197,10 +197,22 @@ void os_write_stderr(const char *buf, size_t len);
  * *state starts at 0 (PC_ONCE_INIT) and is 2 (PC_ONCE_DONE) once done; a
  * reader that sees DONE with pc_once_done() sees everything init() wrote.
  * init() must not call pc_once on the same state (it would wait for itself).
+ * fork() waits for the inits that other threads are running to finish, and
+ * none starts while a fork is under way (lifecycle.c, "once and fork"), so
+ * the child never finds an init RUNNING that no thread of it will finish:
+ * init() must not fork, nor wait for a thread that is forking.
  */
 #define PC_ONCE_INIT 0u
 #define PC_ONCE_DONE 2u
 bool pc_once_slow(_Atomic uint32_t *state, bool (*init)(void));
+/* Test seam (tests/unit/os/once_fork.c, tests/unit/ctl/options_race.c):
+ * called, when set, with the once's state as a caller is about to run its
+ * init (RUN) and as a caller starts waiting for another's (WAIT), and with
+ * NULL as fork() starts waiting for running inits (FORK_WAIT). The hook may
+ * block, holding that thread at that point. NULL in production: one relaxed
+ * load on these slow paths only. */
+enum pc_once_event { PC_ONCE_EVENT_RUN, PC_ONCE_EVENT_WAIT, PC_ONCE_EVENT_FORK_WAIT };
+extern void (*_Atomic pc_once_test_hook)(_Atomic uint32_t *state, enum pc_once_event event);
 PC_INLINE bool pc_once_done(_Atomic uint32_t *state)
 {
 	/* Acquire: pairs with pc_once_slow's release, which publishes init(). */
