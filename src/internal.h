@@ -63,6 +63,15 @@ __attribute__((noreturn, format(printf, 1, 2))) void pc_fatal(const char *fmt, .
 __attribute__((format(printf, 1, 2))) void pc_message(const char *fmt, ...);
 
 /* ---- atomics: order in the name ----------------------------------------- */
+/* An acquire fence: the loads before it happen before the loads after it
+ * (a seqlock reader's check). GCC refuses fences under ThreadSanitizer,
+ * which does not model them: there a compiler barrier, which x86 (loads are
+ * not reordered with loads) makes enough. */
+#if defined(__SANITIZE_THREAD__)
+#define pc_fence_acquire()      atomic_signal_fence(memory_order_acquire)
+#else
+#define pc_fence_acquire()      atomic_thread_fence(memory_order_acquire)
+#endif
 #define pc_load_relaxed(p)      atomic_load_explicit((p), memory_order_relaxed)
 #define pc_load_acquire(p)      atomic_load_explicit((p), memory_order_acquire)
 #define pc_store_relaxed(p, v)  atomic_store_explicit((p), (v), memory_order_relaxed)

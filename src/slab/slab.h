@@ -493,7 +493,7 @@ PC_INLINE bool slab_cpu_freelist_holds(const struct pc_cache *s, struct pc_cache
 		return true;
 	if (!head || slab_next_racy(s, head) != obj)
 		return false;
-	atomic_thread_fence(memory_order_acquire); /* the read above before tid's */
+	pc_fence_acquire(); /* the read above before tid's */
 	return pc_load_relaxed(&c->fl.word) == tid;
 }
 
