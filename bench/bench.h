@@ -269,4 +269,35 @@ static inline void bench_stats_report(const char *bench, long threads, double el
 }
 #endif
 
+/* ---- the common start and end of a workload ------------------------------------ */
+/* Parse the command line and, in a white-box build, turn statistics on. */
+static inline void bench_start(struct bench_args *a, int argc, char **argv)
+{
+	bench_args_init(a, argc, argv);
+	bench_stats_start();
+}
+
+/* The result line every workload prints after its threads have joined:
+ * {"bench":NAME,"threads":T,"ops":OPS,"elapsed_s":..,"mops_per_s":..,
+ *  "peak_rss_kb":..[,EXTRA]} where EXTRA (NULL: none) is more JSON members,
+ * "k":v,..., without the leading comma; then the white-box statistics line. */
+static inline void bench_result(const char *bench, long threads, double ops, double elapsed_ns,
+				const char *extra)
+{
+	printf("{\"bench\":\"%s\",\"threads\":%ld,\"ops\":%.0f,\"elapsed_s\":%.6f,"
+	       "\"mops_per_s\":%.6f,\"peak_rss_kb\":%ld%s%s}\n",
+	       bench, threads, ops, elapsed_ns / 1e9, ops / elapsed_ns * 1e3, bench_peak_rss_kb(),
+	       extra ? "," : "", extra ? extra : "");
+	fflush(stdout);
+	bench_stats_report(bench, threads, elapsed_ns);
+}
+
+/* Free n blocks and the array that held them (NULL entries allowed). */
+static inline void bench_free_all(char **blocks, long n)
+{
+	for (long i = 0; i < n; i++)
+		free(blocks[i]);
+	free(blocks);
+}
+
 #endif /* PC_BENCH_H */

@@ -88,8 +88,7 @@ static void *worker(long id)
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	groups = bench_long(&a, "groups", 2, 1);
 	fds = bench_long(&a, "fds", 10, 2);
 	loops = bench_long(&a, "loops", 200, 10);
@@ -102,9 +101,9 @@ int main(int argc, char **argv)
 	long threads = groups * fds * 2;
 	double ns = bench_run_threads(threads, worker);
 	double msgs = (double)groups * (double)(fds * fds * loops);
-	printf("{\"bench\":\"hackbench\",\"threads\":%ld,\"groups\":%ld,\"messages\":%.0f,"
-	       "\"elapsed_s\":%.6f,\"throughput\":%.1f,\"mops_per_s\":%.4f,\"peak_rss_kb\":%ld}\n",
-	       threads, groups, msgs, ns / 1e9, msgs / ns * 1e9, msgs / ns * 1e3, bench_peak_rss_kb());
-	bench_stats_report("hackbench", threads, ns);
+	char extra[96];
+	snprintf(extra, sizeof(extra), "\"groups\":%ld,\"messages\":%.0f,\"throughput\":%.1f", groups, msgs,
+		 msgs / ns * 1e9);
+	bench_result("hackbench", threads, msgs, ns, extra);
 	return 0;
 }

@@ -27,17 +27,13 @@ static void *worker(long id)
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	long threads = bench_long(&a, "threads", 1, 1);
 	steps = bench_long(&a, "steps", 200, 5);
 	min_size = (size_t)bench_long(&a, "min", 5000000, 5000000);
 	max_size = (size_t)bench_long(&a, "max", 25000000, 25000000);
 	double ns = bench_run_threads(threads, worker);
 	double ops = (double)threads * (double)steps;
-	printf("{\"bench\":\"huge\",\"threads\":%ld,\"ops\":%.0f,\"elapsed_s\":%.6f,"
-	       "\"mops_per_s\":%.6f,\"peak_rss_kb\":%ld}\n",
-	       threads, ops, ns / 1e9, ops / ns * 1e3, bench_peak_rss_kb());
-	bench_stats_report("huge", threads, ns);
+	bench_result("huge", threads, ops, ns, NULL);
 	return 0;
 }

@@ -23,17 +23,14 @@ static void *worker(long id)
 		blk[i] = bench_xmalloc(n);
 		bench_touch(blk[i], n);
 	}
-	for (long i = 0; i < live; i++)
-		free(blk[i]);
-	free(blk);
+	bench_free_all(blk, live);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	long threads = bench_long(&a, "threads", 2, 2);
 	live = bench_long(&a, "live", 8, 4);
 	steps = bench_long(&a, "steps", 4000, 50);
@@ -41,9 +38,6 @@ int main(int argc, char **argv)
 	max_size = (size_t)bench_long(&a, "max", 4194304, 4194304);
 	double ns = bench_run_threads(threads, worker);
 	double ops = (double)threads * (double)steps;
-	printf("{\"bench\":\"large\",\"threads\":%ld,\"ops\":%.0f,\"elapsed_s\":%.6f,"
-	       "\"mops_per_s\":%.4f,\"peak_rss_kb\":%ld}\n",
-	       threads, ops, ns / 1e9, ops / ns * 1e3, bench_peak_rss_kb());
-	bench_stats_report("large", threads, ns);
+	bench_result("large", threads, ops, ns, NULL);
 	return 0;
 }

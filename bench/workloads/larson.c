@@ -32,17 +32,14 @@ static void *worker(long id)
 		slot[i][0] = (char)s; /* touch the first and last byte, as a user would */
 		slot[i][n - 1] = (char)s;
 	}
-	for (long i = 0; i < slots; i++)
-		free(slot[i]);
-	free(slot);
+	bench_free_all(slot, slots);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	long threads = bench_long(&a, "threads", 2, 2);
 	slots = bench_long(&a, "slots", 2000, 200);
 	steps = bench_long(&a, "steps", 2000000, 10000);
@@ -50,9 +47,6 @@ int main(int argc, char **argv)
 	max_size = (size_t)bench_long(&a, "max", 256, 256);
 	double ns = bench_run_threads(threads, worker);
 	double ops = (double)threads * (double)steps;
-	printf("{\"bench\":\"larson\",\"threads\":%ld,\"ops\":%.0f,\"elapsed_s\":%.6f,"
-	       "\"mops_per_s\":%.4f,\"peak_rss_kb\":%ld}\n",
-	       threads, ops, ns / 1e9, ops / ns * 1e3, bench_peak_rss_kb());
-	bench_stats_report("larson", threads, ns);
+	bench_result("larson", threads, ops, ns, NULL);
 	return 0;
 }

@@ -38,17 +38,14 @@ static void *worker(long id)
 		}
 		blk[i][0] = blk[i][n - 1] = (char)s;
 	}
-	for (long i = 0; i < blocks; i++)
-		free(blk[i]);
-	free(blk);
+	bench_free_all(blk, blocks);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	long threads = bench_long(&a, "threads", 2, 2);
 	blocks = bench_long(&a, "blocks", 4000, 200);
 	steps = bench_long(&a, "steps", 400000, 5000);
@@ -57,9 +54,6 @@ int main(int argc, char **argv)
 	max_size = (size_t)bench_long(&a, "max", 131072, 131072);
 	double ns = bench_run_threads(threads, worker);
 	double ops = (double)threads * (double)steps;
-	printf("{\"bench\":\"mixed\",\"threads\":%ld,\"ops\":%.0f,\"elapsed_s\":%.6f,"
-	       "\"mops_per_s\":%.4f,\"peak_rss_kb\":%ld}\n",
-	       threads, ops, ns / 1e9, ops / ns * 1e3, bench_peak_rss_kb());
-	bench_stats_report("mixed", threads, ns);
+	bench_result("mixed", threads, ops, ns, NULL);
 	return 0;
 }

@@ -50,8 +50,7 @@ static void *worker(long id)
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	long threads = bench_long(&a, "threads", bench_cpus(), 2);
 	ops = bench_long(&a, "ops", 200000, 2000);
 	nodes = bench_long(&a, "nodes", 2, 2);
@@ -62,10 +61,8 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < table_size; k++)
 		free(atomic_load_explicit(&table[k], memory_order_relaxed));
 	free(table);
-	printf("{\"bench\":\"mmap1\",\"threads\":%ld,\"ops\":%ld,\"elapsed_s\":%.6f,"
-	       "\"per_thread_ops\":%.1f,\"mops_per_s\":%.4f,\"peak_rss_kb\":%ld}\n",
-	       threads, ops * threads, ns / 1e9, (double)ops / ns * 1e9,
-	       (double)(ops * threads) / ns * 1e3, bench_peak_rss_kb());
-	bench_stats_report("mmap1", threads, ns);
+	char extra[64];
+	snprintf(extra, sizeof(extra), "\"per_thread_ops\":%.1f", (double)ops / ns * 1e9);
+	bench_result("mmap1", threads, (double)(ops * threads), ns, extra);
 	return 0;
 }

@@ -62,8 +62,7 @@ static void *worker(long id)
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	long threads = bench_long(&a, "threads", 2, 2);
 	threads += threads % 2;
 	messages = bench_long(&a, "messages", 2000000, 20000);
@@ -78,9 +77,6 @@ int main(int argc, char **argv)
 	}
 	double ns = bench_run_threads(threads, worker);
 	double ops = (double)(threads / 2) * (double)messages;
-	printf("{\"bench\":\"prodcons\",\"threads\":%ld,\"ops\":%.0f,\"elapsed_s\":%.6f,"
-	       "\"mops_per_s\":%.4f,\"peak_rss_kb\":%ld}\n",
-	       threads, ops, ns / 1e9, ops / ns * 1e3, bench_peak_rss_kb());
-	bench_stats_report("prodcons", threads, ns);
+	bench_result("prodcons", threads, ops, ns, NULL);
 	return 0;
 }

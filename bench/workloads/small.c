@@ -23,25 +23,19 @@ static void *worker(long id)
 		slot[i] = bench_xmalloc(n);
 		memset(slot[i], (int)s, n);
 	}
-	for (long i = 0; i < live; i++)
-		free(slot[i]);
-	free(slot);
+	bench_free_all(slot, live);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	long threads = bench_long(&a, "threads", 1, 1);
 	live = bench_long(&a, "live", 1000, 100);
 	steps = bench_long(&a, "steps", 200000, 2000);
 	double ns = bench_run_threads(threads, worker);
 	double ops = (double)threads * (double)steps;
-	printf("{\"bench\":\"small\",\"threads\":%ld,\"ops\":%.0f,\"elapsed_s\":%.6f,"
-	       "\"mops_per_s\":%.4f,\"peak_rss_kb\":%ld}\n",
-	       threads, ops, ns / 1e9, ops / ns * 1e3, bench_peak_rss_kb());
-	bench_stats_report("small", threads, ns);
+	bench_result("small", threads, ops, ns, NULL);
 	return 0;
 }

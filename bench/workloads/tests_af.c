@@ -165,8 +165,7 @@ static void run_size(const char *tests)
 int main(int argc, char **argv)
 {
 	struct bench_args a;
-	bench_args_init(&a, argc, argv);
-	bench_stats_start();
+	bench_start(&a, argc, argv);
 	threads = bench_long(&a, "threads", bench_cpus(), 2);
 	objects = bench_long(&a, "objects", 10000, 200);
 	reps = bench_long(&a, "reps", 5, 1);
