@@ -8,8 +8,8 @@ Runs PROGRAM (a bench_<name>_wb build), expands its one "stat":"pcmalloc"
 line (bench/whitebox.c: the public JSON snapshot) with
 tools/bench_core.whitebox_lines, and checks the derived lines the
 experiments use: a "lock" line for the zone and list_lock classes with
-every field, a "zones" line whose refill histogram counts sum to its
-refills, and "cache" lines (if any) with their geometry."""
+every field, a "zones" line whose refill and drain histogram counts sum to its
+refills and drains, and "cache" lines (if any) with their geometry."""
 import json
 import subprocess
 import sys
@@ -34,6 +34,7 @@ assert locks["zone"]["acquisitions"] > 0
 zones = [x for x in lines if x["stat"] == "zones"]
 assert len(zones) == 1 and zones[0]["zones"] >= 1
 assert zones[0]["refills"] > 0 and sum(zones[0]["refill_hist"]) == zones[0]["refills"], zones[0]
+assert sum(zones[0]["drain_hist"]) == zones[0]["drains"], zones[0]
 for c in (x for x in lines if x["stat"] == "cache"):
     assert c["size"] > 0 and c["objects_per_slab"] > 0 and c["list_lock_acquisitions"] > 1, c
 print("ok: %d derived lines" % len(lines))

@@ -59,14 +59,18 @@ def main(argv):
     plans = [(n, ex.EXPERIMENTS[n][0](cfg, runner)) for n in names]
     runner.total = sum(len(p.points) for _, p in plans)
     t0 = time.monotonic()
-    results = {}
+    results, spent = {}, {}
     for name, plan in plans:
+        t1 = time.monotonic()
         results[name] = plan.run(runner)
+        spent[name] = round(time.monotonic() - t1, 1)
         runner.progress_done()
         text = plan.tables(results[name])
         print(text, flush=True)
     elapsed = time.monotonic() - t0
     meta = runner.meta(elapsed, cfg)
+    meta["experiment_s"] = spent
+    meta["children_cpu_s"] = round(sum(r["user"] + r["sys"] for rs in results.values() for r in rs), 1)
     rep.write_outputs(args.out, plans, results, meta, plots=not args.no_plots)
     print("finished in %.0f s; results in %s/" % (elapsed, args.out))
     return 0

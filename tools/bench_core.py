@@ -26,7 +26,8 @@ PACKAGES = {"jemalloc": "libjemalloc2", "mimalloc": "libmimalloc2.0", "tcmalloc"
 def whitebox_lines(line):
     """The lines that bench/whitebox.c's one statistics line stands for,
     derived from its JSON snapshot (docs/statistics.md, version 1): per lock
-    class (stat "lock"), the zones summed (stat "zones"), and each cache whose
+    class (stat "lock"), the zones summed (stat "zones", with the funclatency histograms of per-CPU
+    list refills and drains), and each cache whose
     list_lock the workload took (stat "cache"). wait_share and hold_share are
     shares of the workload threads' time, threads * elapsed."""
     bench, snap = line["bench"], line["snapshot"]
@@ -46,6 +47,7 @@ def whitebox_lines(line):
     for k in ("refills", "refill_pages", "drains", "drain_pages"):
         z[k] = sum(x[k] for x in zones)
     z["refill_hist"] = [b["count"] for b in snap["histograms"]["pcp_refill"]["buckets"]]
+    z["drain_hist"] = [b["count"] for b in snap["histograms"]["pcp_drain"]["buckets"]]
     out.append(z)
     rows = {lk["name"]: lk for lk in snap["locks"]}
     for c in snap["caches"]:
@@ -73,6 +75,7 @@ class Point:
         self.env = env or {}
         self.params = params
         self.preload = True  # False: the program links pcmalloc itself
+        self.wrapper = []  # a command to run the program under (valgrind ...)
 
     def label(self):
         extra = " ".join("%s=%s" % kv for kv in self.params.items() if kv[0] != "rep")
@@ -117,6 +120,7 @@ class Runner:
         self.total = 0
         self.done = 0
         self.t0 = time.monotonic()
+        self.load_at_start = [round(x, 2) for x in os.getloadavg()]
         self.tty = sys.stderr.isatty()
         self.last_print = 0.0
 
@@ -136,7 +140,8 @@ class Runner:
             env["LD_PRELOAD"] = lib
         else:
             env.pop("LD_PRELOAD", None)
-        argv = [os.path.join(self.bench_dir, "bench_" + point.argv[0])] + [str(a) for a in point.argv[1:]]
+        argv = point.wrapper + [os.path.join(self.bench_dir, "bench_" + point.argv[0])] + \
+            [str(a) for a in point.argv[1:]]
         with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
             t0 = time.monotonic()
             proc = subprocess.Popen(argv, stdout=fo, stderr=fe, env=env)
@@ -173,7 +178,7 @@ class Runner:
                 rss = line["peak_rss_kb"]
                 break
         return {"elapsed": elapsed, "rss": rss, "user": ru.ru_utime, "sys": ru.ru_stime,
-                "rc": proc.returncode, "lines": lines}
+                "rc": proc.returncode, "lines": lines, "stderr": err}
 
     def progress(self, point):
         now = time.monotonic()
@@ -196,7 +201,8 @@ class Runner:
         load = os.getloadavg()
         return {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "host_cpus": self.cpus(),
                 "cpu_model": cpu_model(), "kernel": platform.release(), "allocators": self.allocators,
-                "elapsed_s": round(elapsed, 1), "loadavg_at_end": [round(x, 2) for x in load],
+                "elapsed_s": round(elapsed, 1), "loadavg_at_start": self.load_at_start,
+                "loadavg_at_end": [round(x, 2) for x in load],
                 "full": cfg.full, "reps": cfg.reps}
 
 

@@ -6,6 +6,7 @@ in run order (interleaved across allocators and settings), runs them, and
 renders Markdown tables from the results; bench_report.py draws its plots.
 """
 import os
+import shutil
 
 from bench_core import Point, interleave, median, spread
 
@@ -127,6 +128,24 @@ PEER_WORKLOADS = [
 ]
 
 
+def target_row(name, t, vals):
+    """One row of the targets table: pcmalloc against the fastest peer and the
+    peer with the lowest peak RSS (None without pcmalloc or peers)."""
+    pc = vals.get("pcmalloc")
+    peers = {a: v for a, v in vals.items() if a != "pcmalloc"}
+    if not pc or pc[0] is None or not peers:
+        return None
+    fast = min((a for a in peers if peers[a][0] is not None), key=lambda a: peers[a][0], default=None)
+    low = min((a for a in peers if peers[a][1]), key=lambda a: peers[a][1], default=None)
+    if fast is None or low is None:
+        return None
+    tr, rr = pc[0] / peers[fast][0], pc[1] / peers[low][1]
+    speed = "met" if tr <= 1.0 else "missed (%.0f%% slower)" % (100 * (tr - 1))
+    rss = "met" if rr <= 1.10 else "missed (+%.0f%% over it)" % (100 * (rr - 1))
+    return [name, t, "%s %s s" % (fast, fmt(peers[fast][0], 3)), "%.2f" % tr, speed,
+            "%s %s MB" % (low, fmt(peers[low][1] / 1024, 1)), "%.2f" % rr, rss]
+
+
 def exp_peers(cfg, runner):
     groups = []
     for name, prog, key, total, total_full, extra in PEER_WORKLOADS:
@@ -142,36 +161,49 @@ def exp_peers(cfg, runner):
         groups.append(lambda a, argv=argv, t=t: [Point("peers", "small", a, argv, threads=t)])
     points = interleave(groups, runner.allocators, cfg.reps)
 
+    def cells(results, name, t):
+        """allocator -> (median wall s, median peak RSS KiB, spread %)"""
+        vals = {}
+        for a in runner.allocators:
+            rs = [r for r in select(results, benchmark=name, allocator=a, threads=t)]
+            ok = [r for r in rs if r["rc"] == 0]
+            vals[a] = (median([r["elapsed"] for r in ok]), median([r["rss"] for r in ok]),
+                       spread([r["elapsed"] for r in rs]))
+        return vals
+
     def render(results):
         out = []
         names = [w[0] for w in PEER_WORKLOADS] + ["small"]
         allocs = runner.allocators
+        verdicts = []
         for name in names:
             rows = []
             ts = sorted({r["point"].params["threads"] for r in select(results, benchmark=name)})
             for t in ts:
+                vals = cells(results, name, t)
+                best = min((v[0] for v in vals.values() if v[0] is not None), default=None)
                 row = ["%d" % t]
-                best = None
-                vals = {}
-                for a in allocs:
-                    rs = select(results, benchmark=name, allocator=a, threads=t)
-                    el = median([r["elapsed"] for r in rs if r["rc"] == 0])
-                    rss = median([r["rss"] for r in rs if r["rc"] == 0])
-                    vals[a] = (el, rss, spread([r["elapsed"] for r in rs]))
-                    if el is not None and (best is None or el < best):
-                        best = el
                 for a in allocs:
                     el, rss, sp = vals[a]
                     mark = "**" if el is not None and el == best else ""
                     row.append("%s%s s%s ±%.0f%%, %s MB" % (mark, fmt(el, 3), mark, sp / 2,
                                                             fmt(rss / 1024 if rss else None, 1)))
                 rows.append(row)
+                verdicts.append(target_row(name, t, vals))
             example = select(results, benchmark=name, allocator="pcmalloc") or select(results, benchmark=name)
             out.append("### %s\n\n`%s` (per thread count; `LD_PRELOAD` selects the allocator)\n\n" %
                        (name, command(example[0]["point"], runner) if example else name))
             out.append(table(["threads"] + allocs, rows))
             out.append("\nwall time (median of %d, ± half the spread) and peak RSS; fastest in bold.\n\n" %
                        cfg.reps)
+        verdicts = [v for v in verdicts if v]
+        if verdicts:
+            out.append("### Targets of issues 8 and 9\n\nAt least as fast as the fastest peer; peak RSS within 10%% "
+                       "of the lowest peer's (peers: %s). Ratios are pcmalloc / peer, from the medians above; "
+                       "the spreads above say how far to trust them.\n\n" %
+                       ", ".join(a for a in allocs if a != "pcmalloc"))
+            out.append(table(["workload", "threads", "fastest peer", "time ratio", "speed", "lowest-RSS peer",
+                              "RSS ratio", "RSS"], verdicts) + "\n")
         return "".join(out)
     return Plan("peers", "Peer comparison: the workloads of issues 8 and 9", points, render)
 
@@ -199,35 +231,108 @@ def exp_idle(cfg, runner):
 
 # ---- seed 002: Tests A-F ------------------------------------------------------------------
 def exp_tests_af(cfg, runner):
-    argv = ["tests_af", "--reps", cfg.reps, "--threads", max(2, runner.cpus())]
-    points = interleave([lambda a: [Point("tests_af", "tests_af", a, argv)]], runner.allocators, 1)
+    """Tests A-C (one thread) once per allocator, D-F at each thread count
+    of the peer comparison (2 at least)."""
+    counts = sorted({max(2, t) for t in cfg.threads})
+    groups = []
+    for i, t in enumerate(counts):
+        argv = ["tests_af", "--reps", cfg.reps, "--threads", t] + ([] if i == 0 else ["--tests", "DEF"])
+        groups.append(lambda a, argv=argv, t=t: [Point("tests_af", "tests_af", a, argv, threads=t)])
+    points = interleave(groups, runner.allocators, 1)
 
     def render(results):
-        out = ["`%s` (per allocator); time-stamp-counter cycles per operation, median of %d runs of "
-               "10000 operations per thread (ns in the JSON)\n\n" % (command(points[0], runner), cfg.reps)]
-        allocs = [r["point"].allocator for r in results]
+        out = ["`%s` (per allocator; D-F also with `--threads %s --tests DEF`); time-stamp-counter cycles per "
+               "operation, median of %d runs of 10000 operations per thread (ns in the JSON)\n\n" %
+               (command(points[0], runner), ",".join(str(t) for t in counts[1:]) or "-", cfg.reps)]
+        allocs = runner.allocators
         titles = {"A": "Test A: single-thread malloc", "B": "Test B: single-thread free",
                   "C": "Test C: malloc and immediate free (one thread)",
-                  "D": "Test D: concurrent malloc on %d threads" % max(2, runner.cpus()),
-                  "E": "Test E: concurrent malloc and immediate free",
-                  "F": "Test F: remote free (objects allocated on other threads)"}
+                  "D": "Test D: concurrent malloc on %d threads",
+                  "E": "Test E: concurrent malloc and immediate free on %d threads",
+                  "F": "Test F: remote free (objects allocated on the %d other threads)"}
         for test in "ABCDEF":
-            sizes = []
-            cell = {}
-            for r in results:
-                for line in r["lines"]:
-                    if line.get("test") == test:
-                        if line["size"] not in sizes:
-                            sizes.append(line["size"])
-                        cell[(r["point"].allocator, line["size"])] = line["cycles_per_op"]
-            rows = []
-            for s in sizes:
-                vals = [cell.get((a, s)) for a in allocs]
-                best = min(v for v in vals if v is not None)
-                rows.append([s] + [("**%s**" if v == best else "%s") % fmt(v, 0) for v in vals])
-            out.append("### %s\n\n" % titles[test] + table(["size"] + allocs, rows) + "\n")
+            for t in (counts[:1] if test in "ABC" else counts):
+                sizes, cell = [], {}
+                for r in select(results, threads=t):
+                    for line in r["lines"]:
+                        if line.get("test") == test:
+                            if line["size"] not in sizes:
+                                sizes.append(line["size"])
+                            cell[(r["point"].allocator, line["size"])] = line["cycles_per_op"]
+                rows = []
+                for sz in sizes:
+                    vals = [cell.get((a, sz)) for a in allocs]
+                    best = min(v for v in vals if v is not None)
+                    rows.append([sz] + [("**%s**" if v == best else "%s") % fmt(v, 0) for v in vals])
+                title = titles[test] % (t - 1 if test == "F" else t) if test in "DEF" else titles[test]
+                title = title.replace("the 1 other threads", "the other thread")
+                out.append("### %s\n\n" % title + table(["size"] + allocs, rows) + "\n")
         return "".join(out)
     return Plan("tests_af", "Seed 002: Tests A-F (cycles per operation)", points, render)
+
+
+# ---- issue 8: one malloc+free pair, with rseq and in the fallback ----------------------
+FALLBACK_ENV = {"GLIBC_TUNABLES": "glibc.pthread.rseq=0"}  # glibc does not register rseq: per-thread sheaves
+PAIR_LOOP_INSTRUCTIONS = 8  # the benchmark's own loop per pair (docs/sheaves.md)
+
+
+def callgrind_instructions(r):
+    """Instructions callgrind counted ("Collected : N" on stderr), or None."""
+    for line in r.get("stderr", "").splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1].split()[0])
+    return None
+
+
+def exp_pair(cfg, runner):
+    """ns per malloc+free pair (bench/micro/malloc_pair.c) on every allocator
+    and on pcmalloc in the fallback mode; instructions per pair under
+    callgrind (valgrind has no rseq: pcmalloc runs its fallback there) as the
+    difference of two runs, when valgrind is installed."""
+    iters = cfg.scale(5000000, 20000000)
+    sizes = "16,64,256"
+
+    def modes(a):
+        return [("rseq" if a == "pcmalloc" else "-", {})] + ([("fallback", FALLBACK_ENV)] if a == "pcmalloc" else [])
+
+    def timed(a):
+        return [Point("pair", "malloc_pair", a, ["malloc_pair", "--iters", iters, "--sizes", sizes], dict(env),
+                      mode=m) for m, env in modes(a)]
+    points = interleave([timed], runner.allocators, cfg.reps)
+    valgrind = shutil.which("valgrind")
+    if valgrind:
+        for a in runner.allocators:
+            for m, env in modes(a):
+                for n in (100000, 300000):
+                    p = Point("pair", "malloc_pair-callgrind", a, ["malloc_pair", "--iters", n, "--sizes", 64],
+                              dict(env), mode=m, iters=n, rep=0)
+                    p.wrapper = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+                    points.append(p)
+
+    def render(results):
+        rows = []
+        for a in runner.allocators:
+            for m, _ in modes(a):
+                row = ["%s%s" % (a, "" if m == "-" else " (%s)" % m)]
+                for sz in (16, 64, 256):
+                    vals = [line["ns_per_pair"] for r in select(results, benchmark="malloc_pair", allocator=a, mode=m)
+                            if r["rc"] == 0 for line in r["lines"] if line.get("size") == sz]
+                    row.append("%s ±%.0f%%" % (fmt(median(vals), 1), spread(vals) / 2))
+                ir = {r["point"].params["iters"]: callgrind_instructions(r)
+                      for r in select(results, benchmark="malloc_pair-callgrind", allocator=a, mode=m)}
+                if ir.get(100000) is not None and ir.get(300000) is not None:
+                    row.append("%.0f" % ((ir[300000] - ir[100000]) / 200000.0 - PAIR_LOOP_INSTRUCTIONS))
+                else:
+                    row.append("-")
+                rows.append(row)
+        return ("`%s` (`GLIBC_TUNABLES=glibc.pthread.rseq=0` for the fallback); ns per pair, median of %d "
+                "interleaved runs (± half the spread). Instructions per malloc(64)+free pair: `valgrind "
+                "--tool=callgrind` runs with `--iters 100000` and `300000`, the difference / 200000, less the "
+                "loop's own %d (valgrind has no rseq: pcmalloc's row is its fallback either way). Targets "
+                "(issue 8): at most 5 ns with rseq, at most 67 instructions in the fallback.\n\n" %
+                (command(points[0], runner), cfg.reps, PAIR_LOOP_INSTRUCTIONS) +
+                table(["allocator", "16 B ns", "64 B ns", "256 B ns", "instructions (64 B)"], rows) + "\n")
+    return Plan("pair", "Issue 8: one malloc+free pair, rseq and fallback", points, render)
 
 
 # ---- seed 000: mmap1 scaling and hackbench on every allocator --------------------------
@@ -424,6 +529,15 @@ def merge_hists(hs):
     return [sum(h[i] for h in hs if i < len(h)) for i in range(n)]
 
 
+def zone_hist(results, key):
+    """A zone histogram (refill_hist or drain_hist) summed over runs."""
+    return merge_hists([z[key] for r in results if r["rc"] == 0 for z in stat_lines(r, "zones")])
+
+
+def zone_median(results, key):
+    return median([stat_lines(r, "zones")[0][key] for r in results if r["rc"] == 0 and stat_lines(r, "zones")])
+
+
 def exp_pcp(cfg, runner):
     if "pcmalloc" not in runner.allocators:
         return Plan("pcp", "Seed 001", [], lambda r: "(pcmalloc not selected)\n")
@@ -434,29 +548,30 @@ def exp_pcp(cfg, runner):
     def render(results):
         rows = []
         for s in range(7):
-            rs = [r for r in select(results, scale=s) if r["rc"] == 0]
-            h = merge_hists([z["refill_hist"] for r in rs for z in stat_lines(r, "zones")])
+            rs = select(results, scale=s)
+            hr, hd = zone_hist(rs, "refill_hist"), zone_hist(rs, "drain_hist")
             thr, sp = metric(results, "mpages_per_s", scale=s)
-            refills = median([stat_lines(r, "zones")[0]["refills"] for r in rs if stat_lines(r, "zones")])
-            pages = median([stat_lines(r, "zones")[0]["refill_pages"] for r in rs if stat_lines(r, "zones")])
-            amax = median([main_line(r).get("alloc_max_ns") for r in rs])
-            fmax = median([main_line(r).get("free_max_ns") for r in rs])
+            refills, pages = zone_median(rs, "refills"), zone_median(rs, "refill_pages")
+            drains, dpages = zone_median(rs, "drains"), zone_median(rs, "drain_pages")
             rows.append([s, fmt(refills, 0), fmt(pages / refills if refills else None, 1),
-                         fmt(hist_avg(h), 0), "< %s" % fmt(hist_max(h), 0) if hist_max(h) else "-",
-                         fmt(amax / 1000 if amax else None, 0), fmt(fmax / 1000 if fmax else None, 0),
-                         fmt(thr, 2), "%.0f%%" % sp, pct(median([lock_share(r, "zone") for r in rs]))])
-        out = ["`%s` with `PCMALLOC_VM_PCP_BATCH_SCALE_MAX=0..6` (median of %d; the histogram and its "
-               "average are over all runs of a setting)\n\n" % (command(points[0], runner), cfg.reps)]
-        out.append(table(["pcp_batch_scale_max", "refills", "pages per refill", "refill avg ns (from histogram)",
-                          "refill max ns", "slowest alloc us", "slowest free us", "Mpages/s", "spread",
+                         fmt(hist_avg(hr), 0), "< %s" % fmt(hist_max(hr), 0) if hist_max(hr) else "-",
+                         fmt(drains, 0), fmt(dpages / drains if drains else None, 1),
+                         fmt(hist_avg(hd), 0), "< %s" % fmt(hist_max(hd), 0) if hist_max(hd) else "-",
+                         fmt(thr, 2), "%.0f%%" % sp,
+                         pct(median([lock_share(r, "zone") for r in rs if r["rc"] == 0]))])
+        out = ["`%s` with `PCMALLOC_VM_PCP_BATCH_SCALE_MAX=0..6` (median of %d; the histograms (the statistics' "
+               "`pcp_refill` and `pcp_drain`, ns) and their averages and maxima are over all runs of a "
+               "setting)\n\n" % (command(points[0], runner), cfg.reps)]
+        out.append(table(["pcp_batch_scale_max", "refills", "pages per refill", "refill avg ns", "refill max ns",
+                          "drains", "pages per drain", "drain avg ns", "drain max ns", "Mpages/s", "spread",
                           "zone wait share"], rows))
         for s in (5, 0):
             rs = select(results, scale=s)
-            h = merge_hists([z["refill_hist"] for r in rs for z in stat_lines(r, "zones")])
-            out.append("\nRefill latency, `vm.pcp_batch_scale_max=%d` (funclatency style):\n\n```\n%s```\n" %
-                       (s, funclatency(h)))
+            for what, key in (("Refill", "refill_hist"), ("Drain", "drain_hist")):
+                out.append("\n%s latency, `vm.pcp_batch_scale_max=%d` (funclatency style):\n\n```\n%s```\n" %
+                           (what, s, funclatency(zone_hist(rs, key))))
         return "".join(out) + "\n"
-    return Plan("pcp", "Seed 001: per-CPU list refill latency vs vm.pcp_batch_scale_max", points, render)
+    return Plan("pcp", "Seed 001: per-CPU list refill and drain latency vs vm.pcp_batch_scale_max", points, render)
 
 
 def funclatency(h):
@@ -566,6 +681,7 @@ def exp_model(cfg, runner):
 
 EXPERIMENTS = {
     "peers": (exp_peers, "larson, producer/consumer, mixed+realloc, large, huge, small on every allocator"),
+    "pair": (exp_pair, "ns per malloc+free pair (rseq and fallback) and callgrind instructions, every allocator"),
     "idle": (exp_idle, "allocate 1 GB, free, idle: RSS over time on every allocator"),
     "tests_af": (exp_tests_af, "seed 002 Tests A-F, 8 B - 16 KiB, cycles per op, every allocator"),
     "mmap1": (exp_mmap1, "seed 000 mmap1-like at 25..800% of the CPUs, every allocator"),

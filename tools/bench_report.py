@@ -26,9 +26,12 @@ def write_outputs(out, plans, results, meta, plots=True):
             w.writerow([r["benchmark"], r["allocator"], r["elapsed"], r["rss"], r["user"], r["sys"],
                         r["experiment"], json.dumps(r["params"], sort_keys=True), r["rc"]])
     with open(os.path.join(out, "tables.md"), "w") as f:
-        f.write("Run of %s on %d CPUs (%s), kernel %s; allocators %s; %.0f s; load average at the end %s.\n\n" % (
-            meta["date"], meta["host_cpus"], meta["cpu_model"], meta["kernel"], ", ".join(meta["allocators"]),
-            meta["elapsed_s"], meta["loadavg_at_end"]))
+        f.write("Run of %s on %d CPUs (%s), kernel %s; allocators %s; %.0f s (the benchmarks' own CPU time: "
+                "%.0f s); load average at the start %s, at the end %s.\n\n" % (
+                    meta["date"], meta["host_cpus"], meta["cpu_model"], meta["kernel"],
+                    ", ".join(meta["allocators"]), meta["elapsed_s"], meta["children_cpu_s"],
+                    meta["loadavg_at_start"], meta["loadavg_at_end"]))
+        f.write("Seconds per experiment: %s.\n\n" % ", ".join("%s %.0f" % kv for kv in meta["experiment_s"].items()))
         for name, plan in plans:
             f.write(plan.tables(results[name]) + "\n")
     if plots:
@@ -122,15 +125,18 @@ def plot_idle(plt, results):
 
 
 def plot_pcp(plt, results):
-    fig, axes = plt.subplots(1, 7, figsize=(21, 3.4), sharey=True)
-    for s, ax in enumerate(axes):
+    fig, axes = plt.subplots(2, 7, figsize=(21, 6.4), sharey="row")
+    for s in range(7):
         rs = ex.select(results, scale=s)
-        h = ex.merge_hists([z["refill_hist"] for r in rs for z in ex.stat_lines(r, "zones")])
-        ax.bar(range(len(h)), h)
-        ax.set_yscale("symlog")
-        ax.set_title("pcp_batch_scale_max=%d" % s)
-        ax.set_xlabel("log2(refill ns)")
-    axes[0].set_ylabel("refills")
+        for row, (what, key) in enumerate((("refill", "refill_hist"), ("drain", "drain_hist"))):
+            ax = axes[row][s]
+            h = ex.zone_hist(rs, key)
+            ax.bar(range(len(h)), h)
+            ax.set_yscale("symlog")
+            ax.set_title("%s, pcp_batch_scale_max=%d" % (what, s), fontsize=9)
+            ax.set_xlabel("log2(%s ns)" % what)
+        axes[0][0].set_ylabel("refills")
+        axes[1][0].set_ylabel("drains")
     return fig
 
 
