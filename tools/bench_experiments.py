@@ -317,7 +317,8 @@ def exp_pair(cfg, runner):
                 for sz in (16, 64, 256):
                     vals = [line["ns_per_pair"] for r in select(results, benchmark="malloc_pair", allocator=a, mode=m)
                             if r["rc"] == 0 for line in r["lines"] if line.get("size") == sz]
-                    row.append("%s ±%.0f%%" % (fmt(median(vals), 1), spread(vals) / 2))
+                    row.append("%s ±%.0f%% (min %s)" % (fmt(median(vals), 1), spread(vals) / 2,
+                                                         fmt(min(vals) if vals else None, 1)))
                 ir = {r["point"].params["iters"]: callgrind_instructions(r)
                       for r in select(results, benchmark="malloc_pair-callgrind", allocator=a, mode=m)}
                 if ir.get(100000) is not None and ir.get(300000) is not None:
@@ -326,10 +327,11 @@ def exp_pair(cfg, runner):
                     row.append("-")
                 rows.append(row)
         return ("`%s` (`GLIBC_TUNABLES=glibc.pthread.rseq=0` for the fallback); ns per pair, median of %d "
-                "interleaved runs (± half the spread). Instructions per malloc(64)+free pair: `valgrind "
-                "--tool=callgrind` runs with `--iters 100000` and `300000`, the difference / 200000, less the "
-                "loop's own %d (valgrind has no rseq: pcmalloc's row is its fallback either way). Targets "
-                "(issue 8): at most 5 ns with rseq, at most 67 instructions in the fallback.\n\n" %
+                "interleaved runs (± half the spread; the minimum, least disturbed by other load, in "
+                "brackets). Instructions per malloc(64)+free pair: `valgrind --tool=callgrind` runs with "
+                "`--iters 100000` and `300000`, the difference / 200000, less the loop's own %d (valgrind "
+                "has no rseq: pcmalloc's row is its fallback either way). Targets (issue 8): at most 5 ns "
+                "with rseq, at most 67 instructions in the fallback.\n\n" %
                 (command(points[0], runner), cfg.reps, PAIR_LOOP_INSTRUCTIONS) +
                 table(["allocator", "16 B ns", "64 B ns", "256 B ns", "instructions (64 B)"], rows) + "\n")
     return Plan("pair", "Issue 8: one malloc+free pair, rseq and fallback", points, render)
