@@ -59,6 +59,15 @@ def lock_share(r, lock):
     return None
 
 
+def lock_per_kop(r, lock):
+    """Acquisitions of one lock class per 1000 operations of the workload."""
+    ops = main_line(r).get("ops")
+    for line in stat_lines(r, "lock"):
+        if line.get("lock") == lock and ops:
+            return 1000.0 * line["acquisitions"] / ops
+    return None
+
+
 def select(results, **kw):
     out = []
     for r in results:
@@ -374,12 +383,15 @@ def exp_mmap1(cfg, runner):
                 v, sp = metric(results, "per_thread_ops", benchmark="mmap1", allocator=a, level=lab)
                 row.append(fmt(v, 0))
             wb = select(results, benchmark="mmap1-wb", level=lab)
-            row.append(pct(lock_share(wb[0], "list_lock")) if wb else "-")
-            row.append(pct(lock_share(wb[0], "zone")) if wb else "-")
+            for lock in ("list_lock", "barn", "zone"):
+                row.append(pct(lock_share(wb[0], lock)) if wb else "-")
+            row.append(fmt(lock_per_kop(wb[0], "list_lock"), 2) if wb else "-")
             rows.append(row)
         return ("`%s` (ops split over the threads; per_thread_ops = operations per second per thread, "
                 "median of %d)\n\n" % (command(points[0], runner), cfg.reps) +
-                table(["level", "threads"] + allocs + ["pcmalloc list_lock wait", "zone wait"], rows) + "\n")
+                table(["level", "threads"] + allocs + ["pcmalloc list_lock wait", "barn wait", "zone wait",
+                                                    "list_lock per 1k ops"], rows) +
+                "\n")
     return Plan("mmap1", "Seed 000: mmap1-like scaling (per-thread ops/s)", points, render)
 
 
@@ -402,8 +414,8 @@ def exp_hackbench(cfg, runner):
         wb = select(results, benchmark="hackbench-wb")
         note = ""
         if wb:
-            note = "\npcmalloc (white-box run, statistics on): list_lock wait share %s, zone %s\n" % (
-                pct(lock_share(wb[0], "list_lock")), pct(lock_share(wb[0], "zone")))
+            note = "\npcmalloc (white-box run, statistics on): list_lock wait share %s, barn %s, zone %s\n" % (
+                pct(lock_share(wb[0], "list_lock")), pct(lock_share(wb[0], "barn")), pct(lock_share(wb[0], "zone")))
         return ("`%s` (%d threads; messages per second, median of %d)\n\n" %
                 (command(points[0], runner), main_line(results[0]).get("threads", 0) if results else 0, cfg.reps) +
                 table(["allocator", "hackbench.throughput", "spread", "peak RSS MB"], rows) + note + "\n")
@@ -478,14 +490,17 @@ def exp_slab(cfg, runner):
                 wb = select(results, benchmark="mmap1-wb", config=name, level=lab)
                 rows.append(["wis-mmap1-%s (%d thr)" % (lab, t), name, fmt(base, 0),
                              change(base, v) if name != "base" else "", fmt(v, 0), "%.0f%%" % sp,
-                             pct(lock_share(wb[0], "list_lock")) if wb else "-"])
+                             pct(lock_share(wb[0], "list_lock")) if wb else "-",
+                             fmt(lock_per_kop(wb[0], "list_lock"), 2) if wb else "-"])
         base, _ = metric(results, "throughput", benchmark="hackbench", config="base")
         for name, _ in configs:
             v, sp = metric(results, "throughput", benchmark="hackbench", config=name)
             wb = select(results, benchmark="hackbench-wb", config=name)
             rows.append(["hackbench", name, fmt(base, 0), change(base, v) if name != "base" else "", fmt(v, 0),
-                         "%.0f%%" % sp, pct(lock_share(wb[0], "list_lock")) if wb else "-"])
-        out.append(table(["workload", "setting", "base", "change", "new", "spread", "list_lock wait"], rows))
+                         "%.0f%%" % sp, pct(lock_share(wb[0], "list_lock")) if wb else "-",
+                         fmt(lock_per_kop(wb[0], "list_lock"), 2) if wb else "-"])
+        out.append(table(["workload", "setting", "base", "change", "new", "spread", "list_lock wait",
+                          "list_lock per 1k ops"], rows))
         orders = {}
         for r in select(results, benchmark="mmap1-wb", level=levels[0][0]):
             for line in stat_lines(r, "cache"):
