@@ -28,7 +28,7 @@ acquisitions A, total hold H and total wait T, and the run's threads n and
 elapsed E): S = H / A, and per thread Z = (n * E - H - T) / A.
 
     tools/contention_model.py [bench/results/bench.json]
-prints, for mmap1's list_lock and the page workload's zone lock: the inputs,
+prints, for mmap1's list_lock and barn lock and the page workload's zone lock: the inputs,
 the prediction at 2 CPUs beside the measured 2-thread share, and the
 prediction for the seeds' 224-CPU machine (2 nodes of 112 CPUs) beside the
 seeds' figures; and the model's check against the seeds themselves
@@ -130,6 +130,8 @@ def report(runs, handover=100.0):
     of a bench.json (the "model" experiment of tools/bench.py)."""
     text = []
     cases = [("mmap1 list_lock", "mmap1", "list_lock", 0.76, "76% (seed 000, mmap1 at 100%, all locks)"),
+             ("mmap1 barn lock (sheaves: where list_lock's traffic went)", "mmap1", "barn", 0.76,
+              "76% (seed 000's list_lock, before sheaves)"),
              ("pages zone lock, per-CPU lists off", "pages", "zone", 0.127,
               "12.7% (seed 003, kbuild, a different workload)")]
     rows = []
