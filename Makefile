@@ -41,11 +41,13 @@ run: build
 
 # The main job: every seed's experiment and pcmalloc beside glibc, jemalloc,
 # mimalloc and tcmalloc (tools/bench.py; BENCH_ARGS="--full", "--only pcp",
-# "--reps 5", ...). Installs the peers and matplotlib first (.ci/deps.sh).
+# "--reps 5", ...). Installs the peers and matplotlib first (.ci/deps.sh),
+# and builds only the library and the benchmarks (not the tests).
 BENCH_ARGS ?=
 bench:
 	sh .ci/deps.sh
-	$(MAKE) build
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	$(CMAKE) --build $(BUILD) -j $(JOBS) --target bench-programs
 	/usr/bin/python3.11 tools/bench.py --build $(BUILD) $(BENCH_ARGS)
 
 clean:
