@@ -479,8 +479,9 @@ def exp_slab(cfg, runner):
 
     def render(results):
         out = ["Throughput from `build/bench/bench_mmap1` / `bench_hackbench` under "
-               "`LD_PRELOAD=build/libpcmalloc.so` with `PCMALLOC_OPTIONS=<setting>` (median of %d); `list_lock` wait share from one run of the "
-               "white-box build (`mmap1_wb`, statistics on). Default `cpu_partial` of kmalloc-256 here: %d.\n\n"
+               "`LD_PRELOAD=build/libpcmalloc.so` with `PCMALLOC_OPTIONS=<setting>` (median of %d); `list_lock` "
+               "wait share from one run of the white-box build (`mmap1_wb`, statistics on). Default "
+               "`cpu_partial` of kmalloc-256 here: %d.\n\n"
                % (cfg.reps, cp)]
         rows = []
         for lab, t in levels:
