@@ -16,6 +16,10 @@
  *    random share of them, is refused: each NULL comes with ENOMEM, every
  *    surviving block keeps its contents, and failures did happen (the
  *    workload maps huge blocks, so the count is deterministic);
+ *  - sheaf_and_barn_refills: frees and allocations of an object cache
+ *    when no sheaf can be made (sheaf refill refused: straight to the
+ *    slabs) and when full sheaves go through the barn, all under refused
+ *    mappings (see the test);
  * after each part, with injection off again: all blocks freed, the totals
  * balance (objects in use per cache, pages held outside slabs, huge blocks)
  * against the start, the walkers pass, and every path allocates again.
@@ -369,6 +373,106 @@ TEST(random)
 	run_workload(0, 250000, 13, true);
 }
 
+/* ---- sheaf and barn refills under refused mappings ------------------------------ */
+static uint64_t cache_stat(pc_cache_t *cache, enum pc_slab_stat item)
+{
+	struct pc_cache_info info;
+	pc_cache_info(cache, &info);
+	return info.stats[item];
+}
+
+/* Free every block of *list to cache; returns how many. */
+static long free_list(struct block **list, pc_cache_t *cache)
+{
+	long n = 0;
+	for (struct block *b = *list; b; b = b->next)
+		n++;
+	drop_all(list, 24, cache);
+	return n;
+}
+
+/*
+ * Where a sheaf slow path needs memory while the OS refuses it. With every
+ * mapping refused and the zones drained (as in `exhausted`), the sheaf
+ * caches are emptied too (sheaf_new until NULL, white-box; three sheaves
+ * made beforehand are held back), so no sheaf can be made:
+ *  - frees of a full or missing sheaf go straight to the slabs (sheaf_bypass
+ *    counts each), and allocations take exactly those objects back from the
+ *    slabs, then fail with ENOMEM (the sheaf refill and the slab refill
+ *    both refused);
+ *  - with three sheaves given back, frees fill them and retire full ones
+ *    to the barn (barn_put), the rest bypass; allocations empty the sheaves
+ *    and take the full one back from the barn (barn_get), again exactly
+ *    what was freed, then ENOMEM.
+ * The thread is pinned (rseq mode: one CPU's sheaves; the _norseq run: the
+ * thread's), so each step is deterministic. Afterwards the totals balance.
+ */
+TEST(sheaf_and_barn_refills)
+{
+	REQUIRE(pin_cpu(0));
+	REQUIRE(pcmalloc_ctl_set("stats.enable", 1) == 0);
+	pc_cache_t *cache = pc_cache_create("faults-sheaf", 24, 0, NULL);
+	REQUIRE(cache != NULL);
+	unsigned cap = pc_load_relaxed(&cache->sheaf_capacity);
+	REQUIRE(cap > 0);
+	void *warm[16];
+	for (int i = 0; i < 16; i++)
+		REQUIRE((warm[i] = pc_malloc(PC_LARGE_MAX)) != NULL);
+	for (int i = 0; i < 16; i++)
+		pc_free(warm[i]);
+	struct totals before = take_totals();
+	struct block *objs = NULL, *lists[NR_EXHAUST] = { NULL };
+	struct pc_sheaf *reserve[3], *stolen = NULL, *sh;
+	for (unsigned i = 0; i < 4 * cap; i++) { /* made while mapping works */
+		void *p = pc_cache_alloc(cache);
+		REQUIRE(p != NULL);
+		keep(&objs, p, 24);
+	}
+	for (int i = 0; i < 3; i++) /* sheaves to give back later */
+		REQUIRE((reserve[i] = sheaf_new(cache, cap)) != NULL);
+
+	set_fail(1, 0);
+	for (size_t i = 0; i < NR_EXHAUST; i++)
+		take_until_null(&lists[i], exhaust_sizes[i], 0, NULL);
+	take_until_null(&objs, 24, 0, cache); /* the cache's slabs are full */
+	sheaf_flush_cache(cache);             /* no sheaf left: main none, barn empty */
+	while ((sh = sheaf_new(cache, cap)) != NULL) {
+		sh->next = stolen;
+		stolen = sh;
+	}
+	/* No sheaf to be had: every free bypasses, every allocation too. */
+	uint64_t bypass = cache_stat(cache, PC_SLAB_STAT_sheaf_bypass);
+	long freed = free_list(&objs, cache);
+	CHECK(freed >= 4 * (long)cap);
+	CHECK_EQ(cache_stat(cache, PC_SLAB_STAT_sheaf_bypass) - bypass, (uint64_t)freed);
+	CHECK_EQ(take_until_null(&objs, 24, 0, cache), freed);
+
+	/* Three sheaves back: two fill and one goes to the barn full. */
+	for (int i = 0; i < 3; i++)
+		sheaf_free(reserve[i]);
+	uint64_t puts = cache_stat(cache, PC_SLAB_STAT_barn_put);
+	uint64_t gets = cache_stat(cache, PC_SLAB_STAT_barn_get);
+	freed = free_list(&objs, cache);
+	CHECK(cache_stat(cache, PC_SLAB_STAT_barn_put) > puts);
+	CHECK_EQ(take_until_null(&objs, 24, 0, cache), freed);
+	CHECK(cache_stat(cache, PC_SLAB_STAT_barn_get) > gets);
+	CHECK(os_injected_failures() > 0);
+
+	while (stolen) {
+		sh = stolen;
+		stolen = sh->next;
+		sheaf_free(sh);
+	}
+	drop_all(&objs, 24, cache);
+	for (size_t i = 0; i < NR_EXHAUST; i++)
+		drop_all(&lists[i], exhaust_sizes[i], NULL);
+	CHECK_EQ(damaged, 0);
+	set_fail(0, 0);
+	check_balance(&before);
+	CHECK_EQ(pc_cache_destroy(cache), 0);
+	REQUIRE(pcmalloc_ctl_set("stats.enable", 0) == 0);
+}
+
 /* With injection off, every path works again. */
 TEST(recovered)
 {
@@ -416,6 +520,7 @@ int main(void)
 	RUN(exhausted);
 	RUN(every_nth);
 	RUN(random);
+	RUN(sheaf_and_barn_refills);
 	RUN(recovered);
 	RUN(tunables_reject_bad_values);
 	return test_report();
