@@ -17,6 +17,7 @@
 #include "lock/mcs.c"
 #include "lock/mutex.c"
 #include "lock/lock.c"
+#include "lock/witness.c"
 #include "ctl/options.c"
 #include "ctl/ctl.c"
 #include "ctl/describe.c"

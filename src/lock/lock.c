@@ -382,6 +382,7 @@ static PC_NOINLINE void lock_acquire_slow(struct pc_lock *l)
 /* Fast path: one try (uncontended); stats cost one branch when off. */
 void pc_lock_acquire(struct pc_lock *l)
 {
+	PC_WITNESS_ACQUIRE(l, l->rank, true); /* checked before we wait */
 	if (pc_likely(lock_try_kind(l))) {
 		struct pc_lock_stats *s = lock_stats_on(l);
 		if (pc_unlikely(s != NULL))
@@ -393,6 +394,7 @@ void pc_lock_acquire(struct pc_lock *l)
 
 void pc_lock_acquire_for_fork(struct pc_lock *l)
 {
+	PC_WITNESS_ACQUIRE(l, l->rank, true); /* in fork mode (witness.c) */
 	if (l->kind != PC_LOCK_MCS) {
 		lock_wait_kind(l);
 		return;
@@ -406,6 +408,7 @@ bool pc_lock_try(struct pc_lock *l)
 {
 	if (!lock_try_kind(l))
 		return false;
+	PC_WITNESS_ACQUIRE(l, l->rank, false);
 	struct pc_lock_stats *s = lock_stats_on(l);
 	if (pc_unlikely(s != NULL))
 		lock_stats_acquired(l, s, os_now_ns(), false);
@@ -414,6 +417,7 @@ bool pc_lock_try(struct pc_lock *l)
 
 void pc_lock_release(struct pc_lock *l)
 {
+	PC_WITNESS_RELEASE(l, l->rank);
 	if (pc_unlikely(l->acquired_ns != 0))
 		lock_stats_released(l);
 	lock_release_kind(l);

@@ -138,9 +138,70 @@ PC_INLINE void pc_spinwait_init(struct pc_spinwait *w) { w->pauses = 0; w->backo
 void pc_spinwait_backoff(struct pc_spinwait *w);
 void pc_spinwait_pause(struct pc_spinwait *w);
 
+/* ---- lock ranks, checked in debug builds ("witness.c") ----------------------- */
+/*
+ * Every allocator lock has a rank from the global lock order (src/README.md),
+ * outermost lowest. With PC_DEBUG >= 2 each thread keeps the ranked locks it
+ * holds, and every blocking acquisition checks that its rank is above the
+ * rank of every lock the thread already holds (lockdep's and jemalloc's
+ * witness rule), before it waits: an order violation stops the program with
+ *     pcmalloc: fatal: lock order violation: <lock> (rank R) taken while
+ *     holding <lock> (rank H)
+ * instead of deadlocking one day. Exceptions, explicit:
+ *   - try-locks never wait, so they cannot deadlock: they are recorded (the
+ *     locks taken under them are checked against them) but not checked;
+ *   - nesting: between pc_lock_nesting_begin() and _end() a thread may
+ *     take several locks of one rank, in a fixed order that no other path
+ *     reverses, but never a lower rank than one it holds; those locks are
+ *     not recorded one by one (there may be thousands). Used by fork (from
+ *     the first prefork handler to the last postfork one: the witness's own
+ *     lifecycle entry, above every layer's; every cache's locks, then every
+ *     zone's, in list order) and by pc_page_check (every pcp lock of a zone
+ *     in CPU order, with no other pcp lock held by anyone but drains, which
+ *     hold one at a time).
+ * PC_LOCK_RANK_NONE (0) locks are not checked: the lock layer's own leaves
+ * and the tests' locks. In release builds none of this exists.
+ */
+enum pc_lock_rank {
+	PC_LOCK_RANK_NONE = 0,
+	PC_LOCK_RANK_SLAB_MUTEX = 10, /* slab_mutex */
+	PC_LOCK_RANK_SHEAF_SLOT = 20, /* slot->lock */
+	PC_LOCK_RANK_BARN = 30,       /* barn->lock */
+	PC_LOCK_RANK_CPU_SLAB = 40,   /* c->lock */
+	PC_LOCK_RANK_LIST = 50,       /* n->list_lock */
+	PC_LOCK_RANK_ZONE_GROW = 60,  /* zone->grow_lock */
+	PC_LOCK_RANK_PCP = 70,        /* pcp->lock */
+	PC_LOCK_RANK_ZONE = 80,       /* zone->lock */
+};
+/* The name of a rank, for messages. */
+const char *pc_lock_rank_name(unsigned rank);
+#if PC_DEBUG >= 2
+/* lock (any kind) of rank is about to be waited for (blocking: checked and
+ * recorded) or was taken by a try (recorded only). */
+void pc_witness_acquire(const void *lock, unsigned rank, bool blocking);
+void pc_witness_release(const void *lock, unsigned rank);
+/* Whether this thread holds lock, a recorded one (true when unsure: in
+ * fork mode, or for an unranked lock). */
+bool pc_witness_holds(const void *lock, unsigned rank);
+void pc_lock_nesting_begin(void);
+void pc_lock_nesting_end(void);
+#define PC_WITNESS_ACQUIRE(l, r, b) ((r) ? pc_witness_acquire((l), (r), (b)) : (void)0)
+#define PC_WITNESS_RELEASE(l, r)    ((r) ? pc_witness_release((l), (r)) : (void)0)
+#else
+#define PC_WITNESS_ACQUIRE(l, r, b) ((void)0)
+#define PC_WITNESS_RELEASE(l, r)    ((void)0)
+PC_INLINE void pc_lock_nesting_begin(void) {}
+PC_INLINE void pc_lock_nesting_end(void) {}
+#endif
+
 /* ---- the four kinds --------------------------------------------------------- */
-struct pc_spin { _Atomic uint32_t locked; };
+/* pc_spin and pc_mutex carry a rank (0 unless set); the generic lock's own
+ * rank is in struct pc_lock (its embedded spin or mutex stays unranked). */
+struct pc_spin { _Atomic uint32_t locked; uint32_t rank; };
 void pc_spin_init(struct pc_spin *l);
+/* Unlocked again, rank kept (in the child after fork). */
+PC_INLINE void pc_spin_reinit(struct pc_spin *l) { pc_store_relaxed(&l->locked, 0); }
+PC_INLINE void pc_spin_set_rank(struct pc_spin *l, enum pc_lock_rank r) { l->rank = r; }
 void pc_spin_lock(struct pc_spin *l);
 bool pc_spin_trylock(struct pc_spin *l);
 void pc_spin_unlock(struct pc_spin *l);
@@ -169,8 +230,12 @@ struct pc_osq { _Atomic uint32_t tail; /* pool index + 1 of the last node, 0 = e
 struct pc_mutex {
 	_Atomic uint32_t state; /* 0 unlocked, 1 locked, 2 locked with sleepers */
 	struct pc_osq spinq;
+	uint32_t rank;          /* enum pc_lock_rank */
 };
 void pc_mutex_init(struct pc_mutex *m);
+/* Unlocked again with an empty spin queue, rank kept (child after fork). */
+void pc_mutex_reinit(struct pc_mutex *m);
+PC_INLINE void pc_mutex_set_rank(struct pc_mutex *m, enum pc_lock_rank r) { m->rank = r; }
 void pc_mutex_lock(struct pc_mutex *m);
 bool pc_mutex_trylock(struct pc_mutex *m);
 void pc_mutex_unlock(struct pc_mutex *m);
@@ -223,6 +288,7 @@ extern uint32_t (*_Atomic pc_mutex_spin_hook)(struct pc_mutex *m, enum pc_mutex_
 /* ---- the generic lock: kind chosen at start-up ------------------------------ */
 struct pc_lock {
 	uint8_t kind; /* enum pc_lock_kind, fixed by pc_lock_init */
+	uint8_t rank; /* enum pc_lock_rank; 0 from pc_lock_init */
 	union {
 		struct pc_spin spin;
 		struct pc_ticket ticket;
@@ -239,6 +305,7 @@ struct pc_lock {
 };
 
 void pc_lock_init(struct pc_lock *l, const char *name, enum pc_lock_kind kind);
+PC_INLINE void pc_lock_set_rank(struct pc_lock *l, enum pc_lock_rank r) { l->rank = (uint8_t)r; }
 /* Reset to unlocked (after fork, in the child). Keeps kind, name, stats. */
 void pc_lock_reinit(struct pc_lock *l);
 void pc_lock_acquire(struct pc_lock *l);
@@ -261,7 +328,17 @@ void pc_lock_release(struct pc_lock *l);
 extern void (*_Atomic pc_lock_contended_hook)(struct pc_lock *l);
 /* True if some thread holds l (racy; for assertions only). */
 bool pc_lock_is_locked(const struct pc_lock *l);
-#define pc_lock_assert_held(l) pc_assert_internal(pc_lock_is_locked(l))
+/* First line of a function whose contract is "called with l held": with
+ * PC_DEBUG >= 2, l is locked, and (ranked locks) locked by this thread. */
+#if PC_DEBUG >= 2
+#define pc_lock_assert_held(l) \
+	pc_assert_internal(pc_lock_is_locked(l) && pc_witness_holds((l), (l)->rank))
+#define pc_spin_assert_held(l) \
+	pc_assert_internal(pc_load_relaxed(&(l)->locked) != 0 && pc_witness_holds((l), (l)->rank))
+#else
+#define pc_lock_assert_held(l) ((void)0)
+#define pc_spin_assert_held(l) ((void)0)
+#endif
 
 /*
  * Registry for observability: a registered lock with stats != NULL appears in

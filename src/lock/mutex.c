@@ -273,18 +273,27 @@ static void osq_unlock(struct pc_osq *q, struct osq_node *node)
 }
 
 /* ---- the mutex ------------------------------------------------------------------------ */
-void pc_mutex_init(struct pc_mutex *m)
+void pc_mutex_reinit(struct pc_mutex *m)
 {
 	pc_store_relaxed(&m->state, 0);
 	pc_store_relaxed(&m->spinq.tail, 0);
+}
+
+void pc_mutex_init(struct pc_mutex *m)
+{
+	pc_mutex_reinit(m);
+	m->rank = PC_LOCK_RANK_NONE;
 }
 
 bool pc_mutex_trylock(struct pc_mutex *m)
 {
 	uint32_t expected = 0;
 	/* acquire: pairs with the release exchange in pc_mutex_unlock. */
-	return pc_load_relaxed(&m->state) == 0 &&
-	       pc_cas_strong_acquire(&m->state, &expected, 1);
+	bool got = pc_load_relaxed(&m->state) == 0 &&
+		   pc_cas_strong_acquire(&m->state, &expected, 1);
+	if (got)
+		PC_WITNESS_ACQUIRE(m, m->rank, false);
+	return got;
 }
 
 /* As head of the spin queue: take the word when it reads 0, within budget. */
@@ -339,6 +348,7 @@ static PC_NOINLINE void mutex_lock_slow(struct pc_mutex *m)
 
 void pc_mutex_lock(struct pc_mutex *m)
 {
+	PC_WITNESS_ACQUIRE(m, m->rank, true); /* checked before we wait */
 	uint32_t expected = 0;
 	/* acquire: pairs with the release exchange in pc_mutex_unlock. */
 	if (pc_likely(pc_cas_strong_acquire(&m->state, &expected, 1)))
@@ -353,6 +363,7 @@ static PC_NOINLINE void mutex_wake(struct pc_mutex *m)
 
 void pc_mutex_unlock(struct pc_mutex *m)
 {
+	PC_WITNESS_RELEASE(m, m->rank);
 	/* release: publishes the critical section to the next taker. */
 	uint32_t old = pc_xchg_release(&m->state, 0);
 	pc_assert(old != 0);

@@ -48,13 +48,17 @@ void pc_spinwait_pause(struct pc_spinwait *w)
 void pc_spin_init(struct pc_spin *l)
 {
 	pc_store_relaxed(&l->locked, 0);
+	l->rank = PC_LOCK_RANK_NONE;
 }
 
 /* Never waits. Reads first so that a held lock's line stays shared. */
 bool pc_spin_trylock(struct pc_spin *l)
 {
 	/* acquire (exchange): pairs with the release store in pc_spin_unlock. */
-	return pc_load_relaxed(&l->locked) == 0 && pc_xchg_acquire(&l->locked, 1) == 0;
+	bool got = pc_load_relaxed(&l->locked) == 0 && pc_xchg_acquire(&l->locked, 1) == 0;
+	if (got)
+		PC_WITNESS_ACQUIRE(l, l->rank, false);
+	return got;
 }
 
 /*
@@ -76,6 +80,7 @@ static PC_NOINLINE void spin_lock_slow(struct pc_spin *l)
 /* Fast path: one exchange when free; otherwise the slow path above. */
 void pc_spin_lock(struct pc_spin *l)
 {
+	PC_WITNESS_ACQUIRE(l, l->rank, true); /* checked before we wait */
 	/* acquire: pairs with the release store in pc_spin_unlock. */
 	if (pc_likely(pc_xchg_acquire(&l->locked, 1) == 0))
 		return;
@@ -85,6 +90,7 @@ void pc_spin_lock(struct pc_spin *l)
 void pc_spin_unlock(struct pc_spin *l)
 {
 	pc_assert(pc_load_relaxed(&l->locked) == 1);
+	PC_WITNESS_RELEASE(l, l->rank);
 	/* release: publishes the critical section to the next exchange. */
 	pc_store_release(&l->locked, 0);
 }

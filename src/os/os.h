@@ -246,6 +246,7 @@ enum pc_life_rank {
 	PC_LIFE_RANK_SLAB = 30,    /* slab/: slab_mutex, per-CPU locks, barns */
 	PC_LIFE_RANK_MALLOC = 40,  /* malloc/ and above */
 	PC_LIFE_RANK_STATS = 50,
+	PC_LIFE_RANK_WITNESS = 90, /* lock/witness.c (debug builds): brackets fork */
 };
 struct pc_life {
 	const char *name;

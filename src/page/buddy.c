@@ -18,6 +18,7 @@ bool page_stats_on(void)
 /* Copy the counters where lock-free readers may look (relaxed: hints only). */
 void zone_publish_hints_locked(struct pc_zone *z)
 {
+	pc_lock_assert_held(&z->lock);
 	pc_store_relaxed(&z->free_hint, z->free_pages);
 	pc_store_relaxed(&z->dirty_hint, z->dirty_pages);
 	pc_store_relaxed(&z->managed_hint, z->managed_pages);
@@ -68,11 +69,11 @@ static void free_area_del(struct pc_zone *z, struct pc_page *pg, unsigned order)
  */
 void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem)
 {
+	pc_lock_assert_held(&z->lock);
 	struct pc_region *r = pc_page_region(pg);
 	size_t idx = (size_t)(pg - r->pages);
 	uint64_t freed_ns = mem == PC_MEM_DIRTY ? pc_page_clock_ns() : 0;
 
-	pc_lock_assert_held(&z->lock);
 	while (order < PC_MAX_ORDER) {
 		size_t buddy_idx = idx ^ ((size_t)1 << order);
 		struct pc_page *buddy = &r->pages[buddy_idx];
@@ -141,8 +142,8 @@ struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order)
  */
 struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order)
 {
-	struct pc_page *best = NULL;
 	pc_lock_assert_held(&z->lock);
+	struct pc_page *best = NULL;
 	for (unsigned o = 0; o <= PC_MAX_ORDER; o++) {
 		struct pc_list *l = &z->free_area[o].dirty;
 		if (pc_list_empty(l))

@@ -41,8 +41,10 @@
  *               (pc_page_drain_all, trim), pc_page_check and the fork
  *               handlers take it blocking, never with a zone lock held.
  *               Protects the pcp lists, count and scaling factors.
- *   fork        pc_page_prefork takes, zone by zone, grow_lock, every pcp
- *               lock and zone->lock: the only place two zones' locks nest.
+ *   fork        pc_page_prefork takes every zone's grow_lock, then every
+ *               pcp lock, then every zone->lock (rank by rank, in zone
+ *               order): the only place two zones' locks nest. Debug builds
+ *               check the ranks (lock.h, "lock ranks").
  *   zone->lock  the generic lock (kind from lock.kind). Protects the free
  *               areas, free/dirty counters and the state/order/dirty fields of
  *               every free block head of the zone, and the run heap (bins,

@@ -351,17 +351,19 @@ size_t pc_page_trim(void)
 	return released;
 }
 
-/* fork: grow locks, then pcp locks, then zone locks, zone by zone (the lock
- * order of page.h); released in reverse in the parent. */
+/* fork: every zone's grow lock, then every pcp lock, then every zone lock
+ * (three passes in zone order, so that ranks never decrease: the witness,
+ * lock.h, allows only equal ranks to nest here); released in the parent.
+ * No other path holds two zones' locks, and each takes them in rank order. */
 void pc_page_prefork(void)
 {
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		pc_mutex_lock(&z->grow_lock);
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		pc_mutex_lock(&pc_zone_get(i)->grow_lock);
+	for (unsigned i = 0; i < pc_zone_count(); i++)
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_lock(&z->pcp[c].lock);
-		pc_lock_acquire_for_fork(&z->lock);
-	}
+			pc_spin_lock(&pc_zone_get(i)->pcp[c].lock);
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		pc_lock_acquire_for_fork(&pc_zone_get(i)->lock);
 }
 
 void pc_page_postfork_parent(void)
@@ -382,7 +384,7 @@ void pc_page_postfork_child(void)
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_reinit(&z->lock);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_init(&z->pcp[c].lock);
-		pc_mutex_init(&z->grow_lock);
+			pc_spin_reinit(&z->pcp[c].lock);
+		pc_mutex_reinit(&z->grow_lock);
 	}
 }

@@ -36,6 +36,7 @@
 void pcp_init(struct pc_pcp *pcp)
 {
 	pc_spin_init(&pcp->lock);
+	pc_spin_set_rank(&pcp->lock, PC_LOCK_RANK_PCP);
 	pcp->count = 0;
 	pcp->high = 0; /* raised to the floor at first use (pcp_high) */
 	pcp->alloc_factor = pcp->free_factor = 0;
@@ -93,6 +94,7 @@ static void pcp_mark(struct pc_page *pg, unsigned pages)
  * number moved, 0 if the zone had none. */
 static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, unsigned run)
 {
+	pc_spin_assert_held(&pcp->lock);
 	uint8_t factor = pcp->alloc_factor;
 	int want = refill_blocks(pcp, order), got = 0;
 	unsigned pages = run ? run : 1u << order;
@@ -132,6 +134,7 @@ static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, uns
 /* Take a block of `order` from the pcp, refilling from the zone if empty. */
 struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
 {
+	pc_spin_assert_held(&pcp->lock);
 	struct pc_list *l = &pcp->lists[order];
 	if (pc_list_empty(l) && pcp_refill(z, pcp, order, 0) == 0)
 		return NULL;
@@ -162,6 +165,7 @@ struct pc_page *pcp_alloc_run(struct pc_zone *z, struct pc_pcp *pcp, size_t page
  */
 void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 {
+	pc_spin_assert_held(&pcp->lock);
 	int moved = 0;
 	uint64_t t0 = pc_stats_clock();
 	pc_lock_acquire(&z->lock);
@@ -207,6 +211,7 @@ static bool pcp_over_high(struct pc_zone *z, struct pc_pcp *pcp, int high);
  * whether it drained (the zone's free memory then grew). */
 bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order)
 {
+	pc_spin_assert_held(&pcp->lock);
 	int high = pcp_high(pcp); /* the options may change at run time */
 
 	pcp_mark(pg, 1u << order);

@@ -85,8 +85,10 @@ static bool zone_setup(struct pc_zone *z, unsigned node, unsigned instance)
 	for (unsigned c = 0; c < os_cpu_count(); c++)
 		pcp_init(&z->pcp[c]);
 	pc_lock_init(&z->lock, "zone", (enum pc_lock_kind)pc_option(PC_OPT_LOCK_KIND));
+	pc_lock_set_rank(&z->lock, PC_LOCK_RANK_ZONE);
 	pc_lock_register(&z->lock, &z->lock_stats);
 	pc_mutex_init(&z->grow_lock);
+	pc_mutex_set_rank(&z->grow_lock, PC_LOCK_RANK_ZONE_GROW);
 	for (unsigned o = 0; o <= PC_MAX_ORDER; o++) {
 		pc_list_init(&z->free_area[o].dirty);
 		pc_list_init(&z->free_area[o].clean);

@@ -163,6 +163,7 @@ static bool slab_init(void)
 		.prefork = slab_prefork, .postfork_parent = slab_postfork_parent,
 		.postfork_child = slab_postfork_child, .thread_exit = sheaf_thread_exit,
 	};
+	pc_mutex_set_rank(&slab_mutex, PC_LOCK_RANK_SLAB_MUTEX);
 	for (size_t i = 0; i < PC_ARRAY_SIZE(tunables); i++)
 		pc_option_on_change(tunables[i], retune_all);
 	pc_option_on_change(PC_OPT_SLUB_SHEAF_CAPACITY, capacity_changed);
@@ -227,17 +228,21 @@ static size_t cache_bytes(void)
 static void cache_init_parts(struct pc_cache *s)
 {
 	enum pc_lock_kind kind = (enum pc_lock_kind)pc_option(PC_OPT_LOCK_KIND);
-	for (unsigned c = 0; c < os_cpu_count(); c++)
+	for (unsigned c = 0; c < os_cpu_count(); c++) {
 		pc_spin_init(&s->cpu[c].lock);
+		pc_spin_set_rank(&s->cpu[c].lock, PC_LOCK_RANK_CPU_SLAB);
+	}
 	struct pc_cache_node *node_array = (struct pc_cache_node *)(void *)&s->cpu[os_cpu_count()];
 	struct pc_barn *barns = (struct pc_barn *)(void *)&node_array[pc_node_count()];
 	for (unsigned i = 0; i < pc_node_count(); i++) {
 		struct pc_cache_node *n = &node_array[i];
 		pc_lock_init(&n->list_lock, "list_lock", kind);
+		pc_lock_set_rank(&n->list_lock, PC_LOCK_RANK_LIST);
 		pc_lock_register(&n->list_lock, &n->lock_stats);
 		pc_list_init(&n->partial);
 		s->node[i] = n;
 		pc_lock_init(&barns[i].lock, "barn", kind);
+		pc_lock_set_rank(&barns[i].lock, PC_LOCK_RANK_BARN);
 		pc_lock_register(&barns[i].lock, &barns[i].lock_stats);
 		s->barn[i] = &barns[i];
 	}
@@ -480,22 +485,29 @@ void pc_slab_reclaim(void)
 	pc_cache_foreach(reclaim_one, NULL);
 }
 
-/* fork(): slab_mutex, then per cache every slot lock, barn lock, c->lock
- * and list_lock (the lock order of slab.h); the parent releases in reverse,
- * the child resets. Sheaves are plain memory: the child keeps them all (the
- * other threads' per-thread sheaves are lost there: a leak, never a reuse).
- * Registered with the lifecycle registry (os.h) by slab_init. */
+/* fork(): slab_mutex, then every slot lock of every cache, every barn lock,
+ * every c->lock, every list_lock (four passes in cache-list order, so that
+ * ranks never decrease: the witness, lock.h, allows only equal ranks to nest
+ * here); the parent releases, the child resets. Sheaves are plain memory:
+ * the child keeps them all (the other threads' per-thread sheaves are lost
+ * there: a leak, never a reuse). Registered with the lifecycle registry
+ * (os.h) by slab_init.
+ * Why this cannot deadlock: outside fork no path holds locks of two caches
+ * but a sheaf slow path (slot lock of one cache, then c->lock of a sheaf
+ * cache, which has no slot locks), and every path takes a cache's locks in
+ * rank order; a thread that holds some waits only for higher ranks, which
+ * fork takes after it has all of the lower ones. */
 static void slab_prefork(void)
 {
 	pc_mutex_lock(&slab_mutex);
 	struct pc_list *it;
-	/* Two passes: a sheaf slow path holds a slot lock of one cache while it
-	 * takes c->lock of a sheaf cache (sheaf_new), so every slot and barn
-	 * lock of every cache comes before any c->lock or list_lock. */
 	pc_list_for_each(it, &cache_list) {
 		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned c = 0; s->slots && c < os_cpu_count(); c++)
 			pc_spin_lock(&s->slots[c].lock);
+	}
+	pc_list_for_each(it, &cache_list) {
+		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned i = 0; i < pc_node_count(); i++)
 			pc_lock_acquire_for_fork(&s->barn[i]->lock);
 	}
@@ -503,6 +515,9 @@ static void slab_prefork(void)
 		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&s->cpu[c].lock);
+	}
+	pc_list_for_each(it, &cache_list) {
+		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned i = 0; i < pc_node_count(); i++)
 			pc_lock_acquire_for_fork(&s->node[i]->list_lock);
 	}
@@ -534,13 +549,13 @@ static void slab_postfork_child(void)
 	pc_list_for_each(it, &cache_list) {
 		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_init(&s->cpu[c].lock);
+			pc_spin_reinit(&s->cpu[c].lock);
 		for (unsigned i = 0; i < pc_node_count(); i++) {
 			pc_lock_reinit(&s->node[i]->list_lock);
 			pc_lock_reinit(&s->barn[i]->lock);
 		}
 		for (unsigned c = 0; s->slots && c < os_cpu_count(); c++)
-			pc_spin_init(&s->slots[c].lock);
+			pc_spin_reinit(&s->slots[c].lock);
 	}
-	pc_mutex_init(&slab_mutex);
+	pc_mutex_reinit(&slab_mutex);
 }

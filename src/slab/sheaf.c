@@ -77,6 +77,7 @@ void sheaf_cache_setup(struct pc_cache *s)
 		for (unsigned c = 0; c < os_cpu_count(); c++) {
 			pc_store_relaxed(&s->slots[c].main, &pc_sheaf_none);
 			pc_spin_init(&s->slots[c].lock);
+			pc_spin_set_rank(&s->slots[c].lock, PC_LOCK_RANK_SHEAF_SLOT);
 		}
 		return;
 	}

@@ -103,9 +103,10 @@
  *   A sheaf slow path holds its cache's slot lock while it allocates a sheaf
  *   from a sheaf cache (whose c->lock it then takes), so slot locks come
  *   before every c->lock. pc_slab_prefork holds slab_mutex, then every slot
- *   and barn lock of every cache, then for every cache in list order all its
- *   c->locks and list_locks: the only place locks of two caches nest, and
- *   src/README.md says why that is safe.
+ *   lock of every cache, every barn lock, every c->lock, every list_lock
+ *   (rank by rank, each pass in cache-list order): the only place locks of
+ *   two caches nest but the sheaf case, and src/README.md says why that is
+ *   safe. Debug builds check these ranks (lock.h, "lock ranks").
  *   Lock-free: the fast paths (sheaf and slab) and the slab freelist word.
  *
  * ---- Fast path safety in user space (the kernel's this_cpu_cmpxchg_double

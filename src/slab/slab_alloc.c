@@ -71,6 +71,7 @@ static void slab_freeze(struct pc_page *slab)
 
 void slab_partial_del(struct pc_cache_node *n, struct pc_page *slab)
 {
+	pc_lock_assert_held(&n->list_lock);
 	pc_list_del(&slab->list);
 	slab->flags &= (uint8_t)~PC_SLAB_ON_PARTIAL;
 	pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) - 1);
@@ -168,6 +169,7 @@ void slab_discard(struct pc_cache *s, struct pc_page *slab)
 
 void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab)
 {
+	pc_lock_assert_held(&n->list_lock);
 	pc_list_add_tail(&slab->list, &n->partial);
 	slab->flags |= PC_SLAB_ON_PARTIAL;
 	pc_store_relaxed(&n->nr_partial, pc_load_relaxed(&n->nr_partial) + 1);

@@ -34,11 +34,14 @@ static void put_cpu_partial(struct pc_cache *s, struct pc_page *slab)
 	pc_spin_unlock(&c->lock);
 }
 
-/* Under list_lock, after the compare-and-swap: list or discard an unfrozen
- * slab whose free made it empty or took it out of the full state. */
-static void settle_locked_slab(struct pc_cache *s, struct pc_cache_node *n,
+/* Called with list_lock held, after the compare-and-swap: list or discard
+ * an unfrozen slab whose free made it empty or took it out of the full
+ * state; releases list_lock (hence _unlock: it drops the lock it was
+ * handed, before a discard reaches the page allocator). */
+static void settle_slab_unlock(struct pc_cache *s, struct pc_cache_node *n,
 			       struct pc_page *slab, uint32_t inuse)
 {
+	pc_lock_assert_held(&n->list_lock);
 	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
 	bool listed = slab->flags & PC_SLAB_ON_PARTIAL;
 	if (inuse == 0 && pc_load_relaxed(&n->nr_partial) >= slab_min_partial(s)) {
@@ -104,6 +107,6 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 			pc_lock_release(&n->list_lock);
 		put_cpu_partial(s, slab);
 	} else if (n) {
-		settle_locked_slab(s, n, slab, inuse);
+		settle_slab_unlock(s, n, slab, inuse);
 	}
 }

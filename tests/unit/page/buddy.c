@@ -116,6 +116,7 @@ static void audit_accounting(struct audit *a)
 		for (size_t k = 0; k < nlive; k++)
 			if (zone_or_null(live[k].p) == z)
 				live_pages += (size_t)1 << live[k].order;
+		pc_lock_nesting_begin(); /* every pcp lock of z, as pc_page_check */
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&z->pcp[c].lock);
 		pc_lock_acquire(&z->lock);
@@ -126,6 +127,7 @@ static void audit_accounting(struct audit *a)
 		pc_lock_release(&z->lock);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_unlock(&z->pcp[c].lock);
+		pc_lock_nesting_end();
 		if (managed != free_pages + pcp_pages + live_pages) {
 			fprintf(stderr, "zone %u: managed %zu != free %zu + pcp %zu + live %zu\n",
 				z->id, managed, free_pages, pcp_pages, live_pages);
