@@ -37,6 +37,7 @@ static size_t pages_in_use(void)
 	size_t used = 0;
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
+		pc_lock_nesting_begin(); /* every pcp lock of z, as pc_page_check */
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&z->pcp[c].lock);
 		pc_lock_acquire(&z->lock);
@@ -47,6 +48,7 @@ static size_t pages_in_use(void)
 		pc_lock_release(&z->lock);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_unlock(&z->pcp[c].lock);
+		pc_lock_nesting_end();
 	}
 	return used;
 }
