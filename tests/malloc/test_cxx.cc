@@ -102,6 +102,19 @@ void one_shot_handler()
 	std::set_new_handler(nullptr); // the next failure throws
 }
 
+// A handler that throws itself (the standard's other way to give up).
+struct handler_gave_up {};
+void throwing_handler()
+{
+	handler_calls++;
+	throw handler_gave_up();
+}
+void bad_alloc_handler()
+{
+	handler_calls++;
+	throw std::bad_alloc();
+}
+
 } // namespace
 
 // With PCMALLOC_EXPECT_ALL=1 (set by CTest for the runs on pcmalloc),
@@ -265,7 +278,35 @@ TEST(new_handler)
 	std::set_new_handler(one_shot_handler);
 	CHECK(p_new_nt(SIZE_MAX - 4096, std::nothrow) == nullptr);
 	CHECK_EQ(handler_calls, 1);
+	// What the handler throws reaches the caller of a throwing new...
+	handler_calls = 0;
+	std::set_new_handler(throwing_handler);
+	bool caught = false;
+	try {
+		p_new_arr(SIZE_MAX - 4096);
+	} catch (const handler_gave_up &) {
+		caught = true;
+	}
+	CHECK(caught);
+	CHECK_EQ(handler_calls, 1);
+	// ...and is turned into nullptr by every nothrow form (pcmalloc has no
+	// C++ runtime of its own: new.cc hands these to the program's).
+	handler_calls = 0;
+	CHECK(p_new_nt(SIZE_MAX - 4096, std::nothrow) == nullptr);
+	CHECK(p_new_arr_nt(SIZE_MAX - 4096, std::nothrow) == nullptr);
+	CHECK(p_new_al_nt(SIZE_MAX - 4096, std::align_val_t(64), std::nothrow) == nullptr);
+	CHECK(p_new_arr_al_nt(SIZE_MAX - 4096, std::align_val_t(4096), std::nothrow) == nullptr);
+	CHECK_EQ(handler_calls, 4);
+	handler_calls = 0;
+	std::set_new_handler(bad_alloc_handler);
+	CHECK(throws_bad_alloc([] { return p_new(SIZE_MAX - 4096); }));
+	CHECK(p_new_al_nt(SIZE_MAX - 4096, std::align_val_t(64), std::nothrow) == nullptr);
+	CHECK_EQ(handler_calls, 2);
+	// With no handler, an ordinary nothrow allocation is served as before.
 	std::set_new_handler(nullptr);
+	void *ok = p_new_nt(100, std::nothrow);
+	CHECK(ok != nullptr);
+	p_delete(ok);
 }
 
 TEST(many_objects)

@@ -69,5 +69,14 @@ check_group "C API" "${c_api[@]}"
 check_group "C++ operators" "${cxx_api[@]}"
 check_group "pc_ API" "${prefixed_api[@]}"
 
+# No C++ runtime needed (malloc/new.cc): a C program that preloads the
+# library must not load libstdc++ (and libm, libgcc_s) for it.
+if readelf -d "$lib" 2>/dev/null | grep -q 'NEEDED.*libstdc++'; then
+	echo "symbols: $lib needs libstdc++ (see src/malloc/new.cc)" >&2
+	failed=$((failed + 1))
+else
+	passed=$((passed + 1))
+fi
+
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
