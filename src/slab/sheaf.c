@@ -8,7 +8,8 @@
  * Owns: sheaf_mode (written once by sheaf_init, inside slab_init's pc_once);
  * thread_caches[] (index -> cache for thread mode, written under slab_mutex
  * before the cache is published, read by exiting threads); and per thread:
- * pc_thread_sheaves[], sheaf_depth, sheaf_deferred, sheaf_thread_done.
+ * pc_thread_sheaves[], pc_thread_sheaf_busy, sheaf_depth, sheaf_deferred,
+ * sheaf_thread_done.
  */
 #include "slab.h"
 
@@ -16,11 +17,12 @@
 
 #define PC_TLS __attribute__((tls_model("initial-exec")))
 
-struct pc_sheaf pc_sheaf_none, pc_sheaf_busy; /* count 0, capacity 0 */
+struct pc_sheaf pc_sheaf_none; /* count 0, capacity 0 */
 
 __thread struct pc_sheaf *pc_thread_sheaves[PC_THREAD_SHEAVES] PC_TLS = {
 	[0 ... PC_THREAD_SHEAVES - 1] = &pc_sheaf_none,
 };
+__thread unsigned char pc_thread_sheaf_busy PC_TLS;
 
 static int sheaf_mode;
 static struct pc_cache *_Atomic thread_caches[PC_THREAD_SHEAVES];
@@ -286,19 +288,19 @@ static bool thread_may_keep(struct pc_cache *s, struct pc_sheaf **entry, unsigne
 
 static void *thread_alloc(struct pc_cache *s)
 {
-	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
-	struct pc_sheaf *cur = *entry, *fresh;
+	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex], *cur, *fresh;
 	unsigned cap = capacity_of(s);
 	/* busy: we interrupted this thread's fast path (we are a signal
 	 * handler); it holds no lock, so the slabs are safe to use. */
-	if (cur == &pc_sheaf_busy || !thread_may_keep(s, entry, cap))
+	if (pc_thread_sheaf_busy || !thread_may_keep(s, entry, cap))
 		return bypass_alloc(s);
-	*entry = &pc_sheaf_busy; /* a handler now leaves this entry alone */
+	pc_thread_sheaf_busy = 1; /* a handler now leaves the sheaves alone */
 	atomic_signal_fence(memory_order_seq_cst);
+	cur = *entry;
 	if (cur->count > 0) { /* a handler refilled it meanwhile */
 		void *obj = cur->objects[--cur->count];
 		atomic_signal_fence(memory_order_seq_cst);
-		*entry = cur;
+		pc_thread_sheaf_busy = 0;
 		return obj;
 	}
 	unsigned node = pc_cpu_node(os_cpu_current());
@@ -315,26 +317,27 @@ static void *thread_alloc(struct pc_cache *s)
 	if (cur != &pc_sheaf_none && cur != fresh)
 		barn_put(s, node, cur);
 	void *obj = fresh && fresh->count > 0 ? fresh->objects[--fresh->count] : NULL;
-	atomic_signal_fence(memory_order_seq_cst);
 	*entry = fresh ? fresh : &pc_sheaf_none;
+	atomic_signal_fence(memory_order_seq_cst);
+	pc_thread_sheaf_busy = 0;
 	return fresh ? obj : bypass_alloc(s);
 }
 
 static void thread_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
-	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
-	struct pc_sheaf *cur = *entry, *fresh;
+	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex], *cur, *fresh;
 	unsigned cap = capacity_of(s);
-	if (cur == &pc_sheaf_busy || !thread_may_keep(s, entry, cap)) {
+	if (pc_thread_sheaf_busy || !thread_may_keep(s, entry, cap)) {
 		bypass_free(s, slab, obj);
 		return;
 	}
-	*entry = &pc_sheaf_busy; /* a handler now leaves this entry alone */
+	pc_thread_sheaf_busy = 1; /* a handler now leaves the sheaves alone */
 	atomic_signal_fence(memory_order_seq_cst);
+	cur = *entry;
 	if (cur->count < cur->capacity) { /* a handler made room meanwhile */
 		cur->objects[cur->count++] = obj;
 		atomic_signal_fence(memory_order_seq_cst);
-		*entry = cur;
+		pc_thread_sheaf_busy = 0;
 		return;
 	}
 	unsigned node = pc_cpu_node(os_cpu_current());
@@ -345,8 +348,9 @@ static void thread_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 		barn_put(s, node, cur);
 	if (fresh)
 		fresh->objects[fresh->count++] = obj;
-	atomic_signal_fence(memory_order_seq_cst);
 	*entry = fresh ? fresh : &pc_sheaf_none;
+	atomic_signal_fence(memory_order_seq_cst);
+	pc_thread_sheaf_busy = 0;
 	if (!fresh)
 		bypass_free(s, slab, obj);
 }
@@ -361,7 +365,7 @@ void sheaf_thread_exit(void)
 	unsigned node = pc_cpu_node(os_cpu_current());
 	for (unsigned i = 1; i < PC_THREAD_SHEAVES; i++) {
 		struct pc_sheaf *cur = pc_thread_sheaves[i];
-		if (cur == &pc_sheaf_none || cur == &pc_sheaf_busy)
+		if (cur == &pc_sheaf_none)
 			continue;
 		pc_thread_sheaves[i] = &pc_sheaf_none;
 		barn_put(pc_load_relaxed(&thread_caches[i]), node, cur);
@@ -456,7 +460,7 @@ void sheaf_flush_cache(struct pc_cache *s)
 		flush_cpus(s);
 	} else if (s->tindex != 0) {
 		struct pc_sheaf *cur = pc_thread_sheaves[s->tindex];
-		if (cur != &pc_sheaf_none && cur != &pc_sheaf_busy) {
+		if (cur != &pc_sheaf_none) {
 			pc_thread_sheaves[s->tindex] = &pc_sheaf_none;
 			sheaf_flush_objects(s, cur);
 			sheaf_free(cur);

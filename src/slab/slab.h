@@ -43,8 +43,9 @@
  *           ThreadSanitizer (which cannot see the assembly): one main sheaf
  *           per thread and cache (pc_thread_sheaves), plain loads and
  *           stores; the thread's exit handler (lifecycle, os.h) gives them
- *           to the barn. A thread-mode fast path marks its entry busy while
- *           it works, so a signal handler that allocates meanwhile goes to
+ *           to the barn. A thread-mode fast path sets the thread's busy
+ *           flag before it reads the sheaf and clears it after its last
+ *           write, so a signal handler that allocates meanwhile goes to
  *           the slabs instead of the half-updated sheaf.
  *   Changing a CPU's main sheaf: under slot->lock (slow paths only), either
  *   with os_rseq_slot_cas() run on that CPU (the slow paths), or, for
@@ -227,8 +228,8 @@ _Static_assert(offsetof(struct pc_sheaf, objects) == offsetof(struct os_rseq_sta
 _Static_assert(offsetof(struct pc_sheaf, next) + sizeof(void *) == offsetof(struct pc_sheaf, objects),
 	       "next is the word before objects[]");
 /* Count 0, capacity 0: every push and pop fails. `none` stands for "no
- * sheaf"; `busy` marks a thread-mode entry whose fast path is running. */
-extern struct pc_sheaf pc_sheaf_none, pc_sheaf_busy;
+ * sheaf". */
+extern struct pc_sheaf pc_sheaf_none;
 
 /* Per cache and CPU in rseq mode: one 64-byte slot, indexed by the
  * assembly (the main pointer first). */
@@ -257,6 +258,10 @@ enum pc_sheaf_mode { PC_SHEAF_MODE_RSEQ = 1, PC_SHEAF_MODE_THREAD = 2 };
 #define PC_THREAD_SHEAVES 48
 extern __thread struct pc_sheaf *pc_thread_sheaves[PC_THREAD_SHEAVES]
 	__attribute__((tls_model("initial-exec")));
+/* Thread mode: non-zero while this thread's fast path or thread-mode slow
+ * path works on one of its sheaves; a signal handler that finds it set
+ * leaves every sheaf of the thread alone (see thread_sheaf_pop). */
+extern __thread unsigned char pc_thread_sheaf_busy __attribute__((tls_model("initial-exec")));
 
 struct pc_cache {
 	char name[32];
@@ -535,32 +540,45 @@ void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
 void sheaf_free_rseq(struct pc_cache *s, struct pc_page *slab, void *obj);
 
 /*
+ * Thread mode's pop. The busy flag is set before anything of the sheaf is
+ * read and cleared after the last write. A signal handler that runs before
+ * the flag is set may use the sheaves freely (even swap them in a slow
+ * path): it returns before the interrupted code has read any of it, and
+ * leaves the flag clear. One that runs while the flag is set finds it set
+ * and goes to the slabs (the slow path bypasses the sheaves then). Marking the entry itself busy, as an earlier version did,
+ * left a window between reading the entry and the mark in which a
+ * handler's slow path could swap the sheaf, and reads of the count before
+ * the mark went stale: a handler's pop there put one object in two hands.
+ */
+PC_INLINE void *thread_sheaf_pop(const struct pc_cache *s)
+{
+	if (pc_unlikely(pc_thread_sheaf_busy)) /* we interrupted a fast path */
+		return NULL;
+	pc_thread_sheaf_busy = 1;
+	atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
+	struct pc_sheaf *sh = pc_thread_sheaves[s->tindex];
+	uint32_t n = sh->count;
+	void *obj = NULL;
+	if (pc_likely(n != 0)) {
+		obj = sh->objects[n - 1];
+		sh->count = n - 1;
+	}
+	atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
+	pc_thread_sheaf_busy = 0;
+	return obj;
+}
+
+/*
  * Allocation fast path. Preconditions: s is a live cache. Exits: the top of
  * the current CPU's (rseq) or thread's main sheaf, or sheaf_alloc_slow()
- * when that is empty (or the cache has no sheaves). The thread-mode pop
- * marks the entry busy while it works (see "Sheaves").
+ * when that is empty (or the cache has no sheaves).
  */
 PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
 {
 	struct pc_sheaf_slot *slots = s->slots;
-	if (pc_likely(slots != NULL)) {
-		void *obj = os_rseq_pop(slots);
-		if (pc_likely(obj != NULL))
-			return obj;
-	} else {
-		struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
-		struct pc_sheaf *sh = *entry;
-		uint32_t n = sh->count;
-		if (pc_likely(n != 0)) {
-			*entry = &pc_sheaf_busy;
-			atomic_signal_fence(memory_order_seq_cst); /* busy before the pop */
-			void *obj = sh->objects[n - 1];
-			sh->count = n - 1;
-			atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
-			*entry = sh;
-			return obj;
-		}
-	}
+	void *obj = pc_likely(slots != NULL) ? os_rseq_pop(slots) : thread_sheaf_pop(s);
+	if (pc_likely(obj != NULL))
+		return obj;
 	return sheaf_alloc_slow(s);
 }
 
@@ -574,18 +592,7 @@ PC_INLINE void *pc_cache_alloc_try(struct pc_cache *s)
 {
 	if (pc_likely(s->slots != NULL))
 		return os_rseq_pop(s->slots);
-	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
-	struct pc_sheaf *sh = *entry;
-	uint32_t n = sh->count;
-	if (pc_unlikely(n == 0))
-		return NULL;
-	*entry = &pc_sheaf_busy;
-	atomic_signal_fence(memory_order_seq_cst); /* busy before the pop */
-	void *obj = sh->objects[n - 1];
-	sh->count = n - 1;
-	atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
-	*entry = sh;
-	return obj;
+	return thread_sheaf_pop(s);
 }
 
 /* Whether obj is one of the two topmost objects of sh, which holds n
@@ -607,21 +614,25 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 	if (pc_likely(s->slots != NULL)) {
 		sheaf_free_rseq(s, slab, obj); /* a tail call: the caller keeps no frame */
 		return;
-	} else {
-		struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex];
-		struct pc_sheaf *sh = *entry;
+	}
+	/* Thread mode's push, under the busy flag as thread_sheaf_pop. */
+	if (pc_likely(!pc_thread_sheaf_busy)) {
+		pc_thread_sheaf_busy = 1;
+		atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
+		struct pc_sheaf *sh = pc_thread_sheaves[s->tindex];
 		uint32_t n = sh->count;
-		if (pc_unlikely(sheaf_top_holds(sh, n, obj)))
-			pc_slab_double_free(s, obj);
-		if (pc_likely(n < sh->capacity)) {
-			*entry = &pc_sheaf_busy;
-			atomic_signal_fence(memory_order_seq_cst); /* busy before the push */
+		bool twice = sheaf_top_holds(sh, n, obj);
+		bool pushed = !twice && n < sh->capacity;
+		if (pc_likely(pushed)) {
 			sh->objects[n] = obj;
 			sh->count = n + 1;
-			atomic_signal_fence(memory_order_seq_cst); /* the push before not busy */
-			*entry = sh;
-			return;
 		}
+		atomic_signal_fence(memory_order_seq_cst); /* the push before not busy */
+		pc_thread_sheaf_busy = 0;
+		if (pc_unlikely(twice))
+			pc_slab_double_free(s, obj);
+		if (pc_likely(pushed))
+			return;
 	}
 	sheaf_free_slow(s, slab, obj);
 }

@@ -17,7 +17,12 @@
  *  - re-entry: a signal raised (by the test hook) while a slow path holds
  *    its locks, whose handler allocates and frees from the same cache, does
  *    not deadlock; the handler's allocation is an object or NULL with
- *    ENOMEM, and its free is done when the slow path returns (check exact).
+ *    ENOMEM, and its free is done when the slow path returns (check exact);
+ *  - re-entry into a fast path (thread mode): a handler that runs while the
+ *    thread's busy flag is set (forced: the test sets the flag as the
+ *    interrupted fast path would, then raises the signal) leaves the
+ *    thread's sheaf exactly as it was (count and top) and is served by the
+ *    slabs (sheaf_bypass counts it); cleared, the sheaf serves again.
  *
  * PC_TEST_LABELS: tsan
  */
@@ -279,12 +284,73 @@ TEST(signal_handler_reenters_slow_path)
 	CHECK_EQ(pc_cache_check(reentry_cache), 0);
 }
 
+/* A handler that interrupts a thread-mode fast path, forced: the flag is set
+ * by hand where the fast path would have set it, and the signal raised (it
+ * is delivered before raise returns). */
+static struct pc_sheaf *busy_sheaf;
+static uint32_t busy_count_in_handler;
+static void *busy_top_in_handler;
+
+static void busy_handler(int sig)
+{
+	(void)sig;
+	void *p = pc_cache_alloc(reentry_cache);
+	pc_add_relaxed(&handler_allocs, p != NULL);
+	pc_cache_free(reentry_cache, p);
+	void *q = pc_cache_alloc(reentry_cache);
+	pc_cache_free(reentry_cache, q);
+	busy_count_in_handler = busy_sheaf->count;
+	busy_top_in_handler = busy_sheaf->objects[busy_sheaf->count - 1];
+}
+
+TEST(signal_handler_in_thread_fast_path)
+{
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_THREAD) {
+		printf("  (skipped: the rseq mode; sheaves_norseq runs it)\n");
+		return;
+	}
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 8);
+	reentry_cache = pc_cache_create("sheaf-busy", 96, 0, NULL);
+	REQUIRE(reentry_cache);
+	void *v[4];
+	for (int i = 0; i < 4; i++)
+		v[i] = pc_cache_alloc(reentry_cache);
+	for (int i = 0; i < 4; i++)
+		pc_cache_free(reentry_cache, v[i]); /* the sheaf holds v[0..3] */
+	busy_sheaf = pc_thread_sheaves[reentry_cache->tindex];
+	REQUIRE(busy_sheaf->count >= 1);
+	uint32_t count = busy_sheaf->count;
+	void *top = busy_sheaf->objects[count - 1];
+	CHECK(top == v[3]);
+	uint64_t bypass = stat_of(reentry_cache, PC_SLAB_STAT_sheaf_bypass);
+	pc_store_relaxed(&handler_allocs, 0);
+	signal(SIGUSR1, busy_handler);
+	pc_thread_sheaf_busy = 1; /* as the interrupted fast path sets it */
+	raise(SIGUSR1);
+	pc_thread_sheaf_busy = 0;
+	signal(SIGUSR1, SIG_DFL);
+	CHECK_EQ(pc_load_relaxed(&handler_allocs), 1);
+	CHECK_EQ(busy_count_in_handler, count); /* the handler left it alone */
+	CHECK(busy_top_in_handler == top);
+	CHECK(pc_thread_sheaves[reentry_cache->tindex] == busy_sheaf);
+	CHECK_EQ(busy_sheaf->count, count);
+	CHECK_EQ(stat_of(reentry_cache, PC_SLAB_STAT_sheaf_bypass) - bypass, 4);
+	void *again = pc_cache_alloc(reentry_cache); /* flag clear: the sheaf serves */
+	CHECK(again == top);
+	CHECK_EQ(busy_sheaf->count, count - 1);
+	pc_cache_free(reentry_cache, again);
+	CHECK_EQ(pc_cache_check(reentry_cache), 0);
+	CHECK_EQ(pc_cache_destroy(reentry_cache), 0);
+	pc_store_relaxed(&handler_allocs, 0);
+}
+
 int main(void)
 {
 	watchdog_install("sheaves: watchdog: the test hangs\n");
 	pc_page_init();
 	set_opt(PC_OPT_STATS_ENABLE, 1); /* the checks read counters */
 	RUN(mode_reported);
+	RUN(signal_handler_in_thread_fast_path);
 	RUN(free_to_sheaf_any_slab);
 	RUN(flush_other_cpu);
 	RUN(capacity_changes);
