@@ -13,6 +13,7 @@
 #include "os/rseq.c"
 #include "os/export.c"
 #include "lock/spin.c"
+#include "lock/spin_stat.c"
 #include "lock/ticket.c"
 #include "lock/mcs.c"
 #include "lock/mutex.c"

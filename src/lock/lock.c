@@ -136,33 +136,44 @@ PC_INLINE struct pc_lock_stats *lock_stats_on(const struct pc_lock *l)
 /* Count an acquisition and start its hold time (holder only). A bounce, as
  * in /proc/lock_stat, is an acquisition on another CPU than the last one:
  * the lock's cache line moved. */
-static PC_NOINLINE void lock_stats_acquired(struct pc_lock *l, struct pc_lock_stats *s,
-					    uint64_t now, bool contended)
+PC_NOINLINE void pc_lock_stats_acquired(struct pc_lock_stats *s, uint32_t *last_cpu,
+					uint64_t *acquired_ns, uint64_t now, bool contended)
 {
 	uint32_t cpu = os_cpu_current() + 1; /* 0: no measured acquisition yet */
 	pc_add_relaxed(&s->acquisitions, 1);
-	if (l->last_cpu != cpu) {
-		if (l->last_cpu != 0) {
+	if (*last_cpu != cpu) {
+		if (*last_cpu != 0) {
 			pc_add_relaxed(&s->acq_bounces, 1);
 			if (contended)
 				pc_add_relaxed(&s->con_bounces, 1);
 		}
-		l->last_cpu = cpu;
+		*last_cpu = cpu;
 	}
-	l->acquired_ns = now != 0 ? now : 1; /* 0 means "not measured" */
+	*acquired_ns = now != 0 ? now : 1; /* 0 means "not measured" */
+}
+
+/* End a hold started at acquired_ns by pc_lock_stats_acquired (holder only). */
+PC_NOINLINE void pc_lock_stats_held(struct pc_lock_stats *s, uint64_t acquired_ns)
+{
+	uint64_t held = os_now_ns() - acquired_ns;
+	pc_add_relaxed(&s->hold_ns_total, held);
+	pc_max_relaxed(&s->hold_ns_max, held);
+	pc_min_relaxed(&s->hold_ns_min, held);
+}
+
+PC_INLINE void lock_stats_acquired(struct pc_lock *l, struct pc_lock_stats *s, uint64_t now,
+				   bool contended)
+{
+	pc_lock_stats_acquired(s, &l->last_cpu, &l->acquired_ns, now, contended);
 }
 
 /* End the hold time started by lock_stats_acquired (holder only). */
 static PC_NOINLINE void lock_stats_released(struct pc_lock *l)
 {
-	uint64_t held = os_now_ns() - l->acquired_ns;
-	struct pc_lock_stats *s = l->stats;
+	uint64_t since = l->acquired_ns;
 	l->acquired_ns = 0;
-	if (s == NULL)
-		return;
-	pc_add_relaxed(&s->hold_ns_total, held);
-	pc_max_relaxed(&s->hold_ns_max, held);
-	pc_min_relaxed(&s->hold_ns_min, held);
+	if (l->stats != NULL)
+		pc_lock_stats_held(l->stats, since);
 }
 
 /* ---- per-thread MCS nodes of the generic lock ----------------------------------------- */

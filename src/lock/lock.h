@@ -8,6 +8,8 @@
  *   pc_ticket  ticket lock: strict FIFO; waiters spin on the owner counter.
  *   pc_mcs     MCS queued lock: strict FIFO; each waiter spins on its own
  *              node, so a release touches one waiter's cache line only.
+ *   pc_spin_stat  a pc_spin that keeps the statistics below (the per-CPU
+ *              page list locks).
  *   pc_mutex   sleeping mutex: a futex word plus an optimistic-spin queue
  *              (an MCS-style "OSQ" whose waiters can leave the queue). Only the
  *              head of the spin queue spins on the mutex word, as seed 004's
@@ -205,6 +207,50 @@ PC_INLINE void pc_spin_set_rank(struct pc_spin *l, enum pc_lock_rank r) { l->ran
 void pc_spin_lock(struct pc_spin *l);
 bool pc_spin_trylock(struct pc_spin *l);
 void pc_spin_unlock(struct pc_spin *l);
+/* The wait of pc_spin_lock after its exchange failed (no witness check: the
+ * caller made it); for spin_stat.c. */
+void pc_spin_lock_contended(struct pc_spin *l);
+
+/*
+ * A pc_spin that keeps statistics ("spin_stat.c"): the per-CPU page list
+ * locks, a plain spinlock each (try-locked by allocation and free, taken
+ * blocking by drains, the checker and fork) that still report in
+ * /proc/lock_stat's columns. The same counters as a generic lock with stats
+ * (acquisitions, bounces, contended waits with their histogram, wait and
+ * hold times), kept in the lock itself while pc_lock_stats_enabled. Off, the
+ * cost is one predicted branch on that global per acquisition and one on the
+ * holder-only acquired_ns at release; no clock is read. A failed try is not
+ * an acquisition and waited for nothing: it is not counted (the caller counts
+ * it if it wants, as the page layer's pcp_busy does). Acquisitions through
+ * the embedded spin (pc_spin_lock(&l->spin): the statistics reader and fork)
+ * are not counted.
+ */
+struct pc_spin_stat {
+	struct pc_spin spin;
+	uint32_t last_cpu;          /* holder only: CPU + 1 of the last measured acquisition */
+	uint64_t acquired_ns;       /* holder only; 0 unless this hold is measured */
+	struct pc_lock_stats stats;
+};
+void pc_spin_stat_init(struct pc_spin_stat *l, enum pc_lock_rank r);
+/* Unlocked again, rank and statistics kept (in the child after fork). */
+PC_INLINE void pc_spin_stat_reinit(struct pc_spin_stat *l)
+{
+	pc_spin_reinit(&l->spin);
+	l->acquired_ns = 0;
+}
+void pc_spin_stat_lock(struct pc_spin_stat *l);
+bool pc_spin_stat_trylock(struct pc_spin_stat *l);
+void pc_spin_stat_unlock(struct pc_spin_stat *l);
+#define pc_spin_stat_assert_held(l) pc_spin_assert_held(&(l)->spin)
+/* Test seam, as pc_lock_contended_hook: called by pc_spin_stat_lock after its
+ * first exchange failed, once the wait's start time is taken and before it
+ * waits. NULL in production: one relaxed load on the contended path only. */
+extern void (*_Atomic pc_spin_contended_hook)(struct pc_spin_stat *l);
+/* For spin_stat.c: count an acquisition at `now` (bounces against *last_cpu)
+ * and start the hold (*acquired_ns); end a hold started at acquired_ns. */
+void pc_lock_stats_acquired(struct pc_lock_stats *s, uint32_t *last_cpu, uint64_t *acquired_ns,
+			    uint64_t now, bool contended);
+void pc_lock_stats_held(struct pc_lock_stats *s, uint64_t acquired_ns);
 
 struct pc_ticket { _Atomic uint32_t next; _Atomic uint32_t owner; };
 void pc_ticket_init(struct pc_ticket *l);

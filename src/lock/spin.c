@@ -66,7 +66,7 @@ bool pc_spin_trylock(struct pc_spin *l)
  * waiters while held) and backoff, then retry the exchange only when the word
  * reads 0. Exponential backoff spreads the waiters' exchanges after a release.
  */
-static PC_NOINLINE void spin_lock_slow(struct pc_spin *l)
+PC_NOINLINE void pc_spin_lock_contended(struct pc_spin *l)
 {
 	struct pc_spinwait w;
 	pc_spinwait_init(&w);
@@ -84,7 +84,7 @@ void pc_spin_lock(struct pc_spin *l)
 	/* acquire: pairs with the release store in pc_spin_unlock. */
 	if (pc_likely(pc_xchg_acquire(&l->locked, 1) == 0))
 		return;
-	spin_lock_slow(l);
+	pc_spin_lock_contended(l);
 }
 
 void pc_spin_unlock(struct pc_spin *l)

@@ -149,12 +149,12 @@ bool pc_page_check(void)
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_nesting_begin(); /* every pcp lock of z, in CPU order (lock.h) */
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_lock(&z->pcp[c].lock);
+			pc_spin_stat_lock(&z->pcp[c].lock);
 		pc_lock_acquire(&z->lock);
 		ok = check_zone(z);
 		pc_lock_release(&z->lock);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_unlock(&z->pcp[c].lock);
+			pc_spin_stat_unlock(&z->pcp[c].lock);
 		pc_lock_nesting_end();
 	}
 	return ok;

@@ -40,7 +40,10 @@
  *               migrated) the caller goes straight to the zone. The drains
  *               (pc_page_drain_all, trim), pc_page_check and the fork
  *               handlers take it blocking, never with a zone lock held.
- *               Protects the pcp lists, count and scaling factors.
+ *               A pc_spin_stat: it keeps lock_stat statistics (per CPU,
+ *               summed per zone by the statistics layer; the reader and
+ *               fork take it uncounted). Protects the pcp lists, count
+ *               and scaling factors.
  *   fork        pc_page_prefork takes every zone's grow_lock, then every
  *               pcp lock, then every zone->lock (rank by rank, in zone
  *               order): the only place two zones' locks nest. Debug builds
@@ -182,7 +185,7 @@ struct pc_free_area {
 
 /* Per-CPU page lists of one zone (one per possible CPU). */
 struct pc_pcp {
-	struct pc_spin lock;     /* try-locked only */
+	struct pc_spin_stat lock; /* a spinlock with statistics (lock.h) */
 	int count;               /* pages on the lists */
 	int high;                /* drain above this; in [high_min, vm.pcp_high] */
 	uint64_t refills_at_drain; /* refills when it last drained */

@@ -61,12 +61,12 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, const struct p
 {
 	if (req_pcp(rq)) {
 		struct pc_pcp *pcp = &z->pcp[cpu];
-		if (pc_likely(pc_spin_trylock(&pcp->lock))) {
+		if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
 			uint64_t refills = pcp->refills;
 			struct pc_page *pg = rq->pages ? pcp_alloc_run(z, pcp, rq->pages)
 						       : pcp_alloc(z, pcp, rq->order);
 			bool refilled = pcp->refills != refills;
-			pc_spin_unlock(&pcp->lock);
+			pc_spin_stat_unlock(&pcp->lock);
 			if (pg && page_stats_on())
 				pc_add_relaxed(&z->stats.pcp_hits, 1);
 			if (pc_unlikely(refilled)) /* a slow path: time for a release pass? */
@@ -243,9 +243,9 @@ void pc_free_pages(void *p, unsigned order)
 	pc_pg_set_state(pg, PC_PG_NONE);
 	if (order <= PC_PCP_MAX_ORDER) {
 		struct pc_pcp *pcp = &z->pcp[os_cpu_current()];
-		if (pc_likely(pc_spin_trylock(&pcp->lock))) {
+		if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
 			bool drained = pcp_free(z, pcp, pg, order);
-			pc_spin_unlock(&pcp->lock);
+			pc_spin_stat_unlock(&pcp->lock);
 			if (page_stats_on())
 				pc_add_relaxed(&z->stats.pcp_frees, 1);
 			if (drained)
@@ -278,9 +278,9 @@ void pc_free_run(void *p, size_t pages)
 	pc_pg_set_state(pg, PC_PG_NONE);
 	if (pages <= PC_PCP_MAX_RUN) {
 		struct pc_pcp *pcp = &z->pcp[os_cpu_current()];
-		if (pc_likely(pc_spin_trylock(&pcp->lock))) {
+		if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
 			bool drained = pcp_free_run(z, pcp, pg, pages);
-			pc_spin_unlock(&pcp->lock);
+			pc_spin_stat_unlock(&pcp->lock);
 			if (drained)
 				zone_maybe_release(z);
 			return;
@@ -327,10 +327,10 @@ void pc_page_drain_all(void)
 		struct pc_zone *z = pc_zone_get(i);
 		for (unsigned c = 0; c < os_cpu_count(); c++) {
 			struct pc_pcp *pcp = &z->pcp[c];
-			pc_spin_lock(&pcp->lock);
+			pc_spin_stat_lock(&pcp->lock);
 			if (pcp->count > 0)
 				pcp_drain_locked(z, pcp, pcp->count);
-			pc_spin_unlock(&pcp->lock);
+			pc_spin_stat_unlock(&pcp->lock);
 		}
 	}
 }
@@ -361,7 +361,7 @@ void pc_page_prefork(void)
 		pc_mutex_lock(&pc_zone_get(i)->grow_lock);
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_lock(&pc_zone_get(i)->pcp[c].lock);
+			pc_spin_lock(&pc_zone_get(i)->pcp[c].lock.spin); /* not counted */
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		pc_lock_acquire_for_fork(&pc_zone_get(i)->lock);
 }
@@ -372,7 +372,7 @@ void pc_page_postfork_parent(void)
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_release(&z->lock);
 		for (unsigned c = os_cpu_count(); c-- > 0;)
-			pc_spin_unlock(&z->pcp[c].lock);
+			pc_spin_unlock(&z->pcp[c].lock.spin);
 		pc_mutex_unlock(&z->grow_lock);
 	}
 }
@@ -384,7 +384,7 @@ void pc_page_postfork_child(void)
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_reinit(&z->lock);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_reinit(&z->pcp[c].lock);
+			pc_spin_stat_reinit(&z->pcp[c].lock);
 		pc_mutex_reinit(&z->grow_lock);
 	}
 }

@@ -35,8 +35,7 @@
 
 void pcp_init(struct pc_pcp *pcp)
 {
-	pc_spin_init(&pcp->lock);
-	pc_spin_set_rank(&pcp->lock, PC_LOCK_RANK_PCP);
+	pc_spin_stat_init(&pcp->lock, PC_LOCK_RANK_PCP);
 	pcp->count = 0;
 	pcp->high = 0; /* raised to the floor at first use (pcp_high) */
 	pcp->alloc_factor = pcp->free_factor = 0;
@@ -94,7 +93,7 @@ static void pcp_mark(struct pc_page *pg, unsigned pages)
  * number moved, 0 if the zone had none. */
 static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, unsigned run)
 {
-	pc_spin_assert_held(&pcp->lock);
+	pc_spin_stat_assert_held(&pcp->lock);
 	uint8_t factor = pcp->alloc_factor;
 	int want = refill_blocks(pcp, order), got = 0;
 	unsigned pages = run ? run : 1u << order;
@@ -134,7 +133,7 @@ static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, uns
 /* Take a block of `order` from the pcp, refilling from the zone if empty. */
 struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
 {
-	pc_spin_assert_held(&pcp->lock);
+	pc_spin_stat_assert_held(&pcp->lock);
 	struct pc_list *l = &pcp->lists[order];
 	if (pc_list_empty(l) && pcp_refill(z, pcp, order, 0) == 0)
 		return NULL;
@@ -165,7 +164,7 @@ struct pc_page *pcp_alloc_run(struct pc_zone *z, struct pc_pcp *pcp, size_t page
  */
 void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 {
-	pc_spin_assert_held(&pcp->lock);
+	pc_spin_stat_assert_held(&pcp->lock);
 	int moved = 0;
 	uint64_t t0 = pc_stats_clock();
 	pc_lock_acquire(&z->lock);
@@ -211,7 +210,7 @@ static bool pcp_over_high(struct pc_zone *z, struct pc_pcp *pcp, int high);
  * whether it drained (the zone's free memory then grew). */
 bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order)
 {
-	pc_spin_assert_held(&pcp->lock);
+	pc_spin_stat_assert_held(&pcp->lock);
 	int high = pcp_high(pcp); /* the options may change at run time */
 
 	pcp_mark(pg, 1u << order);
@@ -266,12 +265,12 @@ void pcp_decay(struct pc_zone *z)
 {
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
 		struct pc_pcp *pcp = &z->pcp[c];
-		if (!pc_spin_trylock(&pcp->lock))
+		if (!pc_spin_stat_trylock(&pcp->lock))
 			continue;
 		pcp->high -= pcp->high / 8;
 		int high = pcp_high(pcp);
 		if (pcp->count > high)
 			pcp_drain_locked(z, pcp, pcp->count - high);
-		pc_spin_unlock(&pcp->lock);
+		pc_spin_stat_unlock(&pcp->lock);
 	}
 }

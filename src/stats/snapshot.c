@@ -4,8 +4,9 @@
  * Sources: caches through pc_cache_foreach + pc_cache_info (which takes each
  * list_lock and CPU lock briefly, as reading /proc/slabinfo takes the
  * kernel's); zones and their per-CPU lists (each pcp lock taken briefly, the
- * zone counters read from their relaxed hints, never the zone lock); the
- * lock registry for lock classes; huge-block counters. The totals are
+ * zone counters read from their relaxed hints, never the zone lock; those
+ * pcp lock acquisitions are not counted in the pcp locks' own statistics);
+ * the lock registry for lock classes; huge-block counters. The totals are
  * derived from those, as docs/statistics.md defines them.
  */
 #include "stats.h"
@@ -151,11 +152,29 @@ static uint64_t zone_pcp_pages(struct pc_zone *z)
 {
 	uint64_t pages = 0;
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
-		pc_spin_lock(&z->pcp[c].lock);
+		pc_spin_lock(&z->pcp[c].lock.spin); /* not counted */
 		pages += (uint64_t)z->pcp[c].count;
-		pc_spin_unlock(&z->pcp[c].lock);
+		pc_spin_unlock(&z->pcp[c].lock.spin);
 	}
 	return pages;
+}
+
+/* The per-CPU list locks of z (pc_spin_stat, lock.h): one row per zone,
+ * "pcp/<zone>", summed over CPUs (a row per CPU would make zones x CPUs rows,
+ * unreadable on a large machine, and which CPU waited says little), and the
+ * "pcp" class row. A failed try is no acquisition: the zone's pcp_busy. */
+static void collect_zone_pcp_locks(struct pc_stats_snapshot *s, struct pc_zone *z, unsigned id)
+{
+	char name[48];
+	snprintf(name, sizeof(name), "pcp/%u", id);
+	struct pc_stats_lock *r = lock_row_new(s, name, "pcp", false);
+	struct pc_stats_lock *cls = lock_class_row(s, "pcp");
+	for (unsigned c = 0; c < os_cpu_count(); c++) {
+		if (r)
+			lock_row_fill(r, &z->pcp[c].lock.stats);
+		if (cls)
+			lock_row_fill(cls, &z->pcp[c].lock.stats);
+	}
 }
 
 static void collect_zone(struct pc_stats_snapshot *s, struct pc_zone *z)
@@ -190,21 +209,8 @@ static void collect_zone(struct pc_stats_snapshot *s, struct pc_zone *z)
 	struct pc_stats_lock *l = lock_row_new(s, name, "zone", false);
 	if (l)
 		lock_row_fill(l, &z->lock_stats);
+	collect_zone_pcp_locks(s, z, s->nr_zones);
 	s->nr_zones++;
-}
-
-/* The per-CPU list locks are only ever try-locked: a failed try sends the
- * caller to the zone instead of waiting, so the class never waits; its
- * contentions are the failed tries. */
-static void pcp_class_row(struct pc_stats_snapshot *s)
-{
-	struct pc_stats_lock *r = lock_row_new(s, "pcp", "pcp", true);
-	if (!r)
-		return;
-	for (unsigned i = 0; i < s->nr_zones; i++) {
-		r->contentions += s->zones[i].pcp_busy;
-		r->acquisitions += s->zones[i].pcp_hits + s->zones[i].pcp_frees;
-	}
 }
 
 /* ---- totals ---------------------------------------------------------------------- */
@@ -271,7 +277,6 @@ struct pc_stats_snapshot *pc_stats_snapshot_take(void)
 		collect_zone(s, pc_zone_get(i));
 	}
 	pc_cache_foreach(collect_cache, s);
-	pcp_class_row(s);
 	collect_totals(s);
 	lock_rows_finish(s);
 	return s;

@@ -59,7 +59,8 @@
 	X(sheaf_capacity) /* objects per new sheaf; 0 = sheaves off */           \
 	X(sheaf_objects)  /* free objects in sheaves and barns (not active) */
 
-/* Per lock row (a zone lock, a cache's list_lock, or a whole class):
+/* Per lock row (a zone lock, a zone's pcp locks, a cache's list_lock or barn
+ * lock, or a whole class):
  * /proc/lock_stat's columns, times in ns, then the wait share. */
 #define PC_STATS_LOCK(X)                                                       \
 	X(con_bounces)    /* contended acquisitions on another CPU than last */ \
@@ -118,7 +119,7 @@ struct pc_stats_cache {
 	uint64_t slub[PC_SLAB_STAT_COUNT]; /* SLUB's counters (slab.h) */
 };
 struct pc_stats_lock {
-	char name[48];  /* "zone/0", "kmalloc-64/list_lock", "kmalloc-64/barn", or the class */
+	char name[48];  /* "zone/0", "pcp/0", "kmalloc-64/list_lock", "kmalloc-64/barn", or the class */
 	char cls[24];   /* the class: "zone", "list_lock", "pcp", "barn", ... */
 	bool is_class;  /* a class total (all instances) */
 	PC_STATS_LOCK(PC_STATS_FIELD)
@@ -138,7 +139,7 @@ enum pc_stats_hist_id {
 };
 
 #define PC_STATS_MAX_CACHES 256
-#define PC_STATS_MAX_LOCKS  (2 * PC_STATS_MAX_CACHES + 128) /* list_lock and barn per cache */
+#define PC_STATS_MAX_LOCKS  (2 * PC_STATS_MAX_CACHES + 2 * PC_STATS_MAX_ZONES + 16) /* list_lock and barn per cache, zone and pcp per zone, classes */
 #define PC_STATS_MAX_ZONES  64
 
 struct pc_stats_snapshot {

@@ -11,7 +11,9 @@ are listed there); TOOLS_DIR holds pcmalloc-top and pcmalloc-ctl. Checks:
   - every tunable through pcmalloc-ctl: read back as in the snapshot, set to
     its own value (accepted if runtime, refused "start-up" otherwise), one
     past its range (refused, the range in the message), a bad name;
-  - pcmalloc-top --once and --json on a live process;
+  - pcmalloc-top --once and --json on a live process; its cache table
+    without the internal sheaf-N caches by default, with them under --all,
+    and only the matching ones under --caches GLOB;
   - vm.pcp_batch_scale_max=0 set while it runs: before, refills grew past 16
     pages (batches scale while a CPU keeps allocating: the target is pinned
     to one CPU and never frees, so each refill doubles up to 16 << 5); after,
@@ -130,6 +132,42 @@ def test_tunables(t, snap, help_rt):
 def batch_buckets(snap):
     return {(b["low"], b["high"]): b["count"]
             for b in snap["histograms"]["pcp_refill_batch"]["buckets"]}
+
+
+def top_cache_names(*args):
+    """The NAME column of pcmalloc-top --once's cache table."""
+    rc, out, err = tool(TOP, *args, "--once")
+    check(rc == 0, "pcmalloc-top %r: %s" % (args, err))
+    lines = out.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.split()[:2] == ["OBJS", "ACTIVE"])
+    names = []
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        names.append(line.split()[-1])
+    return names
+
+
+def test_top_filter(t):
+    caches = [c["name"] for c in snapshot(t.pid)["caches"]]
+    internal = [n for n in caches if re.match(r"^sheaf-\d+$", n)]
+    default = top_cache_names(str(t.pid))
+    check(not any(n.startswith("sheaf-") for n in default)
+          and sorted(default) == sorted(n for n in caches if n not in internal),
+          "top hides the sheaf-N caches by default: %r" % default)
+    every = top_cache_names(str(t.pid), "--all")
+    check(sorted(every) == sorted(caches), "top --all lists every cache: %r" % every)
+    check(len(internal) > 0, "the target has sheaf-N caches (sheaves on): %r" % caches)
+    some = top_cache_names(str(t.pid), "--caches", "kmalloc-1*")
+    check(some and all(n.startswith("kmalloc-1") for n in some)
+          and sorted(some) == sorted(n for n in caches if n.startswith("kmalloc-1")),
+          "top --caches kmalloc-1* lists only those: %r" % some)
+    inner = top_cache_names(str(t.pid), "--caches", "sheaf-*", "--all")
+    check(sorted(inner) == sorted(internal), "--caches sheaf-* --all: %r" % inner)
+    check(top_cache_names(str(t.pid), "--caches", "sheaf-*") == [],
+          "--caches sheaf-* without --all lists none")
+    rc, out, err = tool(TOP, str(t.pid), "--once", "--caches")
+    check(rc == 64, "--caches without a pattern is a usage error")
 
 
 def test_batch_scale(t):
@@ -270,6 +308,7 @@ def main():
             check(snap["version"] == 1 and snap["pid"] == t.pid, "snapshot header")
             test_tunables(t, snap, help_table())
             test_batch_scale(t)
+            test_top_filter(t)
             test_formats(t, tmp)
         finally:
             rc, err = t.exit()

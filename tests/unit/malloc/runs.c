@@ -39,7 +39,7 @@ static size_t pages_in_use(void)
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_nesting_begin(); /* every pcp lock of z, as pc_page_check */
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_lock(&z->pcp[c].lock);
+			pc_spin_stat_lock(&z->pcp[c].lock);
 		pc_lock_acquire(&z->lock);
 		size_t pcp = 0;
 		for (unsigned c = 0; c < os_cpu_count(); c++)
@@ -47,7 +47,7 @@ static size_t pages_in_use(void)
 		used += z->managed_pages - z->free_pages - z->run_free_pages - pcp;
 		pc_lock_release(&z->lock);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_unlock(&z->pcp[c].lock);
+			pc_spin_stat_unlock(&z->pcp[c].lock);
 		pc_lock_nesting_end();
 	}
 	return used;

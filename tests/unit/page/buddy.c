@@ -118,7 +118,7 @@ static void audit_accounting(struct audit *a)
 				live_pages += (size_t)1 << live[k].order;
 		pc_lock_nesting_begin(); /* every pcp lock of z, as pc_page_check */
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_lock(&z->pcp[c].lock);
+			pc_spin_stat_lock(&z->pcp[c].lock);
 		pc_lock_acquire(&z->lock);
 		size_t pcp_pages = 0;
 		for (unsigned c = 0; c < os_cpu_count(); c++)
@@ -126,7 +126,7 @@ static void audit_accounting(struct audit *a)
 		size_t managed = z->managed_pages, free_pages = z->free_pages;
 		pc_lock_release(&z->lock);
 		for (unsigned c = 0; c < os_cpu_count(); c++)
-			pc_spin_unlock(&z->pcp[c].lock);
+			pc_spin_stat_unlock(&z->pcp[c].lock);
 		pc_lock_nesting_end();
 		if (managed != free_pages + pcp_pages + live_pages) {
 			fprintf(stderr, "zone %u: managed %zu != free %zu + pcp %zu + live %zu\n",

@@ -91,10 +91,10 @@ static void check_seq(const char *what, const uint32_t *got, const uint32_t *wan
 /* Write the scaling factors of pcp[0] (white box: under its lock). */
 static void set_factors(uint8_t alloc_factor, uint8_t free_factor)
 {
-	pc_spin_lock(&pcp->lock);
+	pc_spin_stat_lock(&pcp->lock);
 	pcp->alloc_factor = alloc_factor;
 	pcp->free_factor = free_factor;
-	pc_spin_unlock(&pcp->lock);
+	pc_spin_stat_unlock(&pcp->lock);
 }
 static void reset_factors(void) { set_factors(0, 0); }
 
@@ -273,7 +273,7 @@ TEST(busy_pcp_goes_to_zone)
 	int count = pcp->count;
 	uint64_t refills = pcp->refills, drains = pcp->drains;
 
-	pc_spin_lock(&pcp->lock);
+	pc_spin_stat_lock(&pcp->lock);
 	char *p[3];
 	for (int i = 0; i < 3; i++) {
 		p[i] = pc_alloc_pages((unsigned)i); /* orders 0..2: pcp orders */
@@ -295,7 +295,7 @@ TEST(busy_pcp_goes_to_zone)
 	CHECK_EQ(pcp->count, count);
 	CHECK_EQ(pcp->refills, refills);
 	CHECK_EQ(pcp->drains, drains);
-	pc_spin_unlock(&pcp->lock);
+	pc_spin_stat_unlock(&pcp->lock);
 	alarm(0);
 
 	CHECK_EQ(busy_alloc - busy0, 3);
