@@ -18,11 +18,8 @@
 #define _GNU_SOURCE
 #include "malloc_test.h"
 
-#include <signal.h>
 #include <stdbool.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 
 enum call { CALL_FREE, CALL_REALLOC, CALL_USABLE };
 static const char *const call_name[] = { "free", "realloc", "malloc_usable_size" };
@@ -40,38 +37,26 @@ static void do_call(enum call c, void *p)
 	}
 }
 
+struct bad_call {
+	enum call c;
+	void *(*setup)(void);
+};
+
+static void bad_call_run(void *arg)
+{
+	struct bad_call *b = arg;
+	do_call(b->c, b->setup());
+}
+
 /* Runs setup() then the call on what it returns, in a child; true if the
  * child aborted with pcmalloc's message for that call. */
 static bool refused(enum call c, void *(*setup)(void), const char *what)
 {
-	int fds[2];
-	REQUIRE(pipe(fds) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		struct rlimit no_core = { 0, 0 };
-		setrlimit(RLIMIT_CORE, &no_core);
-		close(fds[0]);
-		dup2(fds[1], STDERR_FILENO);
-		void *p = setup();
-		do_call(c, p);
-		_exit(0); /* accepted: the test fails */
-	}
-	close(fds[1]);
-	char buf[1024];
-	size_t len = 0;
-	ssize_t n;
-	while (len < sizeof(buf) - 1 && (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)n;
-	buf[len] = '\0';
-	close(fds[0]);
-	int status;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	char expect[64];
+	char buf[1024], expect[64];
+	struct bad_call b = { c, setup };
+	int status = test_in_child(bad_call_run, &b, buf, sizeof(buf)); /* exits 0: accepted */
 	snprintf(expect, sizeof(expect), "pcmalloc: fatal: %s(", call_name[c]);
-	bool ok = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && strstr(buf, expect) &&
-		  strstr(buf, "invalid pointer");
+	bool ok = test_aborted_with(status, buf, expect) && strstr(buf, "invalid pointer");
 	if (!ok)
 		fprintf(stderr, "  %s(%s): status %#x, stderr <<%s>>\n", call_name[c], what, status, buf);
 	return ok;

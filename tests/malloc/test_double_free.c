@@ -22,10 +22,7 @@
 #include "malloc_test.h"
 
 #include <sched.h>
-#include <signal.h>
 #include <stdbool.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 
 typedef int (*ctl_set_fn)(const char *, long);
 typedef void *(*cache_create_fn)(const char *, size_t, size_t, void (*)(void *));
@@ -55,40 +52,21 @@ static void child_setup(void)
 	}
 }
 
+static void child_run(void *body)
+{
+	child_setup();
+	(*(void (**)(void))body)();
+}
+
 /* Runs body() in a child; true if it died of SIGABRT with the message. When
  * expect_abort is false: true if it exited 0 instead. */
 static bool run_child(void (*body)(void), const char *what, bool expect_abort)
 {
-	int fds[2];
-	REQUIRE(pipe(fds) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		struct rlimit no_core = { 0, 0 };
-		setrlimit(RLIMIT_CORE, &no_core);
-		close(fds[0]);
-		dup2(fds[1], STDERR_FILENO);
-		child_setup();
-		body();
-		_exit(0);
-	}
-	close(fds[1]);
 	char buf[1024];
-	size_t len = 0;
-	ssize_t n;
-	while (len < sizeof(buf) - 1 && (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)n;
-	buf[len] = '\0';
-	close(fds[0]);
-	int status;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	bool ok;
-	if (expect_abort)
-		ok = WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT &&
-		     strstr(buf, "pcmalloc: fatal: free(") && strstr(buf, "double free detected");
-	else
-		ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	int status = test_in_child(child_run, &body, buf, sizeof(buf));
+	bool ok = expect_abort ? test_aborted_with(status, buf, "pcmalloc: fatal: free(") &&
+					 strstr(buf, "double free detected")
+			       : test_exited_ok(status);
 	if (!ok)
 		fprintf(stderr, "  %s (size %zu%s): status %#x, stderr <<%s>>\n", what, block_size,
 			sheaves_off ? ", sheaves off" : "", status, buf);

@@ -18,12 +18,8 @@
 #include "lock/lock.h"
 #include "test.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static struct pc_lock zone, barn;
 static struct pc_spin pcp, pcp2, leaf;
@@ -44,42 +40,23 @@ static void setup(void)
 	pc_mutex_set_rank(&grow, PC_LOCK_RANK_ZONE_GROW);
 }
 
-/* Runs body in a child: 1 if it died of SIGABRT with `message` on stderr,
- * 0 if it exited 0, -1 otherwise (printed). */
 /* The violation bodies are used only in debug builds. */
 #define BODY static __attribute__((unused)) void
 
+static void body_run(void *body)
+{
+	(*(void (**)(void))body)();
+}
+
+/* Runs body in a child: 1 if it died of SIGABRT with `message` on stderr,
+ * 0 if it exited 0, -1 otherwise (printed). */
 static int run_child(void (*body)(void), const char *message)
 {
-	int fds[2];
-	REQUIRE(pipe(fds) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		struct rlimit no_core = { 0, 0 };
-		setrlimit(RLIMIT_CORE, &no_core);
-		close(fds[0]);
-		dup2(fds[1], STDERR_FILENO);
-		body();
-		_exit(0);
-	}
-	close(fds[1]);
 	char buf[1024];
-	size_t len = 0;
-	ssize_t n;
-	while (len < sizeof(buf) - 1 && (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += (size_t)n;
-	buf[len] = '\0';
-	close(fds[0]);
-	int status;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	int status = test_in_child(body_run, &body, buf, sizeof(buf));
+	if (test_exited_ok(status))
 		return 0;
-	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT && strstr(buf, message))
-		return 1;
-	fprintf(stderr, "  status %#x, stderr <<%s>>\n", status, buf);
-	return -1;
+	return test_aborted_with(status, buf, message) ? 1 : -1;
 }
 
 BODY lower_generic_then_spin(void)
