@@ -247,6 +247,8 @@ enum pc_life_rank {
 	PC_LIFE_RANK_MALLOC = 40,  /* malloc/ and above */
 	PC_LIFE_RANK_STATS = 50,
 	PC_LIFE_RANK_WITNESS = 90, /* lock/witness.c (debug builds): brackets fork */
+	PC_LIFE_RANK_CHECK = 95,   /* slab/check.c (PC_DEBUG >= 3): walkers in a fork
+				      child, once every lock is usable again */
 };
 struct pc_life {
 	const char *name;

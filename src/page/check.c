@@ -3,7 +3,11 @@
  * the invariants). Slow: meant for tests and debug builds.
  *
  * Takes, zone by zone, every pcp lock and then the zone lock (the lock order
- * of page.h), so the zone is frozen while it is checked.
+ * of page.h), so the zone is frozen while it is checked: it may run at any
+ * time. Expensive-assert builds (PC_DEBUG >= 3) run it by themselves, through
+ * pc_page_check_at, after pc_page_trim and in a fork child (slab/check.c
+ * registers that: after every layer's postfork handler has made the locks
+ * usable again), docs/reliability.md.
  */
 #include "page.h"
 
@@ -141,6 +145,14 @@ static bool check_zone(struct pc_zone *z)
 	ok = ok && check_regions(z, listed, pcp_blocks, runs);
 	return ok;
 }
+
+#if PC_DEBUG >= 3
+void pc_page_check_at(const char *where)
+{
+	if (!pc_page_check())
+		pc_fatal("page allocator invariants broken %s (pc_page_check: see above)", where);
+}
+#endif
 
 bool pc_page_check(void)
 {

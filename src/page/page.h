@@ -319,6 +319,16 @@ struct pc_zone *pc_zone_get(unsigned i);
 /* Walk every structure and check the invariants above; on failure print what
  * broke and return false. Takes every zone lock and pcp lock in turn. */
 bool pc_page_check(void);
+/* Expensive-assert builds (PC_DEBUG >= 3): pc_page_check at a point where the
+ * page allocator must be consistent (after trim, in a fork child); a broken
+ * invariant is fatal ("page allocator invariants broken <where>"). Takes the
+ * locks pc_page_check takes: call it with no page lock held. Nothing in
+ * other builds. */
+#if PC_DEBUG >= 3
+void pc_page_check_at(const char *where);
+#else
+#define pc_page_check_at(where) ((void)0)
+#endif
 
 /* fork(): take every page lock (pcp then zone), release, or reset in the child.
  * Registered with the lifecycle registry (os.h) by the page layer's init. */

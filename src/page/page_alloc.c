@@ -348,6 +348,7 @@ size_t pc_page_trim(void)
 		released += zone_run_release_locked(z);
 		pc_lock_release(&z->lock);
 	}
+	pc_page_check_at("after trim");
 	return released;
 }
 

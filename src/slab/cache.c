@@ -349,6 +349,7 @@ static size_t shrink_node(struct pc_cache *s, struct pc_cache_node *n)
 		discard = slab;
 		freed++;
 	}
+	slab_node_check_at_locked(s, n, "after shrink");
 	pc_lock_release(&n->list_lock);
 	slab_discard_chain(s, discard);
 	return freed;
@@ -373,6 +374,7 @@ size_t pc_cache_shrink(struct pc_cache *s)
 size_t pc_cache_destroy(struct pc_cache *s)
 {
 	pc_cache_shrink(s);
+	pc_cache_check_at(s, "at destroy"); /* nobody else uses it now */
 	struct pc_cache_info info;
 	pc_cache_info(s, &info);
 	if (info.slabs > 0) {

@@ -3,6 +3,12 @@
  * one place (allocated, a CPU freelist, or its slab's freelist), every slab's
  * counters and frozen/listed state agree with where the slab is, and the node
  * counts add up. Slow; only while no other thread uses the cache.
+ *
+ * The node partial lists alone (check_node_locked) are consistent whenever
+ * the node's list_lock is held. Expensive-assert builds (PC_DEBUG >= 3) run
+ * that after each pc_cache_shrink pass and, for every cache, in a fork
+ * child, and the whole walker at pc_cache_destroy (slab.h,
+ * docs/reliability.md).
  */
 #include "slab.h"
 
@@ -81,6 +87,32 @@ static long check_slab(struct walk *w, struct pc_page *slab)
 	return 0;
 }
 
+/*
+ * Node n's partial list: every slab on it is flagged so, of this cache and
+ * node, unfrozen and with a free object, and nr_partial counts them. Holds
+ * whenever n's list_lock is held (taking a slab off the list, freezing it
+ * and allocating from it all need that lock; a remote free only adds free
+ * objects), so it may run while other threads use the cache.
+ */
+static long check_node_locked(struct pc_cache *s, struct pc_cache_node *n)
+{
+	unsigned long count = 0;
+	struct pc_list *it;
+	pc_list_for_each(it, &n->partial) {
+		struct pc_page *slab = pc_list_entry(it, struct pc_page, list);
+		if (!(slab->flags & PC_SLAB_ON_PARTIAL) || slab->owner != s || slab_node(s, slab) != n)
+			FAIL("cache %s: a node lists a slab that is not its partial slab", s->name);
+		if (PC_SLAB_FROZEN(pc_load_relaxed(&slab_word(slab)->word)) ||
+		    !pc_load_relaxed(&slab_word(slab)->ptr))
+			FAIL("cache %s: a node partial slab is frozen or has no free object", s->name);
+		count++;
+	}
+	if (count != pc_load_relaxed(&n->nr_partial))
+		FAIL("cache %s: node nr_partial %lu, list %lu", s->name,
+		     pc_load_relaxed(&n->nr_partial), count);
+	return 0;
+}
+
 /* Node lists: flags and counts agree; CPU partial lists: their counts. */
 static long check_nodes(struct pc_cache *s)
 {
@@ -91,20 +123,9 @@ static long check_nodes(struct pc_cache *s)
 		if (n != s->cpu[c].nr_partial)
 			FAIL("cache %s: CPU %u nr_partial %u, list %u", s->name, c, s->cpu[c].nr_partial, n);
 	}
-	for (unsigned i = 0; i < pc_node_count(); i++) {
-		struct pc_cache_node *n = s->node[i];
-		unsigned long count = 0;
-		struct pc_list *it;
-		pc_list_for_each(it, &n->partial) {
-			struct pc_page *slab = pc_list_entry(it, struct pc_page, list);
-			if (!(slab->flags & PC_SLAB_ON_PARTIAL) || slab->owner != s || slab_node(s, slab) != n)
-				FAIL("cache %s: node %u lists a slab that is not its partial slab", s->name, i);
-			count++;
-		}
-		if (count != pc_load_relaxed(&n->nr_partial))
-			FAIL("cache %s: node %u nr_partial %lu, list %lu", s->name, i,
-			     pc_load_relaxed(&n->nr_partial), count);
-	}
+	for (unsigned i = 0; i < pc_node_count(); i++)
+		if (check_node_locked(s, s->node[i]) < 0)
+			return -1;
 	return 0;
 }
 
@@ -144,3 +165,54 @@ long pc_cache_check(struct pc_cache *s)
 		     s->name, slabs, objects, w.slabs, w.objects);
 	return w.allocated;
 }
+
+/* ---- the walkers at consistent points (PC_DEBUG >= 3) ------------------------------ */
+#if PC_DEBUG >= 3
+void slab_node_check_at_locked(struct pc_cache *s, struct pc_cache_node *n, const char *where)
+{
+	pc_lock_assert_held(&n->list_lock);
+	if (check_node_locked(s, n) < 0)
+		pc_fatal("cache %s: node partial list broken %s (see above)", s->name, where);
+}
+
+void pc_cache_check_at(struct pc_cache *s, const char *where)
+{
+	if (pc_cache_check(s) < 0)
+		pc_fatal("cache %s: invariants broken %s (pc_cache_check: see above)", s->name, where);
+}
+
+static void check_nodes_of(struct pc_cache *s, void *where)
+{
+	for (unsigned i = 0; i < pc_node_count(); i++) {
+		pc_lock_acquire(&s->node[i]->list_lock);
+		slab_node_check_at_locked(s, s->node[i], where);
+		pc_lock_release(&s->node[i]->list_lock);
+	}
+}
+
+/*
+ * In a fork child, after every layer's postfork handler (this entry ranks
+ * above the witness's, whose fork window must be closed before locks are
+ * taken again in rank order): the page allocator and every cache's node
+ * partial lists, which were all frozen by the prefork handlers. Not the
+ * whole caches: a free that another thread of the parent had half done
+ * (its slab updated, not yet listed) is lost in the child, a leak that
+ * pc_cache_check would call a broken slab.
+ */
+static void check_fork_child(void)
+{
+	pc_page_check_at("in a fork child");
+	pc_cache_foreach(check_nodes_of, (void *)"in a fork child");
+}
+
+static const struct pc_life check_life = {
+	.name = "check",
+	.rank = PC_LIFE_RANK_CHECK,
+	.postfork_child = check_fork_child,
+};
+
+__attribute__((constructor(102))) static void check_register(void)
+{
+	pc_life_register(&check_life);
+}
+#endif /* PC_DEBUG >= 3 */

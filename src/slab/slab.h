@@ -339,6 +339,24 @@ void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg);
  * thread uses the cache; it first flushes the sheaves (as pc_cache_shrink). Returns the number of allocated objects, or -1 (and
  * a message) when an invariant is broken. */
 long pc_cache_check(struct pc_cache *s);
+/*
+ * Expensive-assert builds (PC_DEBUG >= 3): the walkers at points where the
+ * structures must be consistent; a broken invariant is fatal. Nothing in
+ * other builds ("check.c"):
+ *   slab_node_check_at_locked  node n's partial list (flags, owner, node,
+ *       unfrozen slabs with a free object, nr_partial), with its list_lock
+ *       held: after pc_cache_shrink's pass over the node, and for every node
+ *       of every cache in a fork child;
+ *   pc_cache_check_at  the whole cache (pc_cache_check): at
+ *       pc_cache_destroy, when no other thread may use the cache.
+ */
+#if PC_DEBUG >= 3
+void slab_node_check_at_locked(struct pc_cache *s, struct pc_cache_node *n, const char *where);
+void pc_cache_check_at(struct pc_cache *s, const char *where);
+#else
+#define slab_node_check_at_locked(s, n, where) ((void)0)
+#define pc_cache_check_at(s, where)            ((void)0)
+#endif
 
 /* Give back what caches hold (flush sheaves, CPU slabs and partial lists)
  * so the page allocator can reuse it; used before failing on out-of-memory. */
