@@ -217,9 +217,11 @@ void pc_spin_lock_contended(struct pc_spin *l);
  * blocking by drains, the checker and fork) that still report in
  * /proc/lock_stat's columns. The same counters as a generic lock with stats
  * (acquisitions, bounces, contended waits with their histogram, wait and
- * hold times), kept in the lock itself while pc_lock_stats_enabled. Off, the
- * cost is one predicted branch on that global per acquisition and one on the
- * holder-only acquired_ns at release; no clock is read. A failed try is not
+ * hold times), kept in the struct pc_lock_stats it is given (the caller puts
+ * it off the lock's hot cache line) while pc_lock_stats_enabled. Off, the
+ * try and the release are inline and cost one predicted branch each (on
+ * that global, and on the holder-only acquired_ns); no clock is read. A
+ * failed try is not
  * an acquisition and waited for nothing: it is not counted (the caller counts
  * it if it wants, as the page layer's pcp_busy does). Acquisitions through
  * the embedded spin (pc_spin_lock(&l->spin): the statistics reader and fork)
@@ -229,9 +231,10 @@ struct pc_spin_stat {
 	struct pc_spin spin;
 	uint32_t last_cpu;          /* holder only: CPU + 1 of the last measured acquisition */
 	uint64_t acquired_ns;       /* holder only; 0 unless this hold is measured */
-	struct pc_lock_stats stats;
+	struct pc_lock_stats *stats; /* the counters (set by init, never NULL) */
 };
-void pc_spin_stat_init(struct pc_spin_stat *l, enum pc_lock_rank r);
+/* Unlocked, of rank r, counting into *stats (zeroed here). */
+void pc_spin_stat_init(struct pc_spin_stat *l, enum pc_lock_rank r, struct pc_lock_stats *stats);
 /* Unlocked again, rank and statistics kept (in the child after fork). */
 PC_INLINE void pc_spin_stat_reinit(struct pc_spin_stat *l)
 {
@@ -239,8 +242,31 @@ PC_INLINE void pc_spin_stat_reinit(struct pc_spin_stat *l)
 	l->acquired_ns = 0;
 }
 void pc_spin_stat_lock(struct pc_spin_stat *l);
-bool pc_spin_stat_trylock(struct pc_spin_stat *l);
-void pc_spin_stat_unlock(struct pc_spin_stat *l);
+/* spin_stat.c's slow halves of the inline try and unlock (stats on). */
+void pc_spin_stat_acquired(struct pc_spin_stat *l);
+void pc_spin_stat_released(struct pc_spin_stat *l);
+/* Never waits: true if acquired. Inline: the page allocator's fast path. */
+PC_INLINE bool pc_spin_stat_trylock(struct pc_spin_stat *l)
+{
+	struct pc_spin *s = &l->spin;
+	/* Read first so that a held lock's line stays shared; acquire
+	 * (exchange): pairs with the release store of the unlock. */
+	if (pc_load_relaxed(&s->locked) != 0 || pc_xchg_acquire(&s->locked, 1) != 0)
+		return false;
+	PC_WITNESS_ACQUIRE(s, s->rank, false);
+	if (pc_unlikely(pc_load_relaxed(&pc_lock_stats_enabled)))
+		pc_spin_stat_acquired(l);
+	return true;
+}
+PC_INLINE void pc_spin_stat_unlock(struct pc_spin_stat *l)
+{
+	if (pc_unlikely(l->acquired_ns != 0))
+		pc_spin_stat_released(l);
+	pc_assert(pc_load_relaxed(&l->spin.locked) == 1);
+	PC_WITNESS_RELEASE(&l->spin, l->spin.rank);
+	/* release: publishes the critical section to the next exchange. */
+	pc_store_release(&l->spin.locked, 0);
+}
 #define pc_spin_stat_assert_held(l) pc_spin_assert_held(&(l)->spin)
 /* Test seam, as pc_lock_contended_hook: called by pc_spin_stat_lock after its
  * first exchange failed, once the wait's start time is taken and before it

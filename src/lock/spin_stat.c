@@ -17,18 +17,33 @@
 
 void (*_Atomic pc_spin_contended_hook)(struct pc_spin_stat *l);
 
-void pc_spin_stat_init(struct pc_spin_stat *l, enum pc_lock_rank r)
+void pc_spin_stat_init(struct pc_spin_stat *l, enum pc_lock_rank r, struct pc_lock_stats *stats)
 {
 	pc_spin_init(&l->spin);
 	pc_spin_set_rank(&l->spin, r);
 	l->last_cpu = 0;
 	l->acquired_ns = 0;
-	pc_lock_stats_reset(&l->stats);
+	l->stats = stats;
+	pc_lock_stats_reset(stats);
 }
 
 PC_INLINE bool spin_stats_on(void)
 {
 	return pc_unlikely(pc_load_relaxed(&pc_lock_stats_enabled));
+}
+
+/* The inline try got the lock with statistics on: count it, start the hold. */
+PC_NOINLINE void pc_spin_stat_acquired(struct pc_spin_stat *l)
+{
+	pc_lock_stats_acquired(l->stats, &l->last_cpu, &l->acquired_ns, os_now_ns(), false);
+}
+
+/* The holder releases a measured hold (acquired_ns != 0). */
+PC_NOINLINE void pc_spin_stat_released(struct pc_spin_stat *l)
+{
+	uint64_t since = l->acquired_ns;
+	l->acquired_ns = 0; /* before the release: the next holder owns it */
+	pc_lock_stats_held(l->stats, since);
 }
 
 /* The exchange failed: wait on the spin, timing the wait when stats are on. */
@@ -43,39 +58,19 @@ static PC_NOINLINE void spin_stat_lock_slow(struct pc_spin_stat *l)
 	if (!on)
 		return;
 	uint64_t now = os_now_ns();
-	pc_add_relaxed(&l->stats.contended, 1);
-	pc_lock_stats_add_wait(&l->stats, now - start);
-	pc_lock_stats_acquired(&l->stats, &l->last_cpu, &l->acquired_ns, now, true);
+	pc_add_relaxed(&l->stats->contended, 1);
+	pc_lock_stats_add_wait(l->stats, now - start);
+	pc_lock_stats_acquired(l->stats, &l->last_cpu, &l->acquired_ns, now, true);
 }
 
 void pc_spin_stat_lock(struct pc_spin_stat *l)
 {
 	PC_WITNESS_ACQUIRE(&l->spin, l->spin.rank, true); /* checked before we wait */
-	/* acquire: pairs with the release store in pc_spin_unlock. */
+	/* acquire: pairs with the release store of the unlock. */
 	if (pc_likely(pc_xchg_acquire(&l->spin.locked, 1) == 0)) {
 		if (spin_stats_on())
-			pc_lock_stats_acquired(&l->stats, &l->last_cpu, &l->acquired_ns, os_now_ns(),
-					       false);
+			pc_spin_stat_acquired(l);
 		return;
 	}
 	spin_stat_lock_slow(l);
-}
-
-bool pc_spin_stat_trylock(struct pc_spin_stat *l)
-{
-	if (!pc_spin_trylock(&l->spin))
-		return false;
-	if (spin_stats_on())
-		pc_lock_stats_acquired(&l->stats, &l->last_cpu, &l->acquired_ns, os_now_ns(), false);
-	return true;
-}
-
-void pc_spin_stat_unlock(struct pc_spin_stat *l)
-{
-	if (pc_unlikely(l->acquired_ns != 0)) {
-		uint64_t since = l->acquired_ns;
-		l->acquired_ns = 0; /* before the release: the next holder owns it */
-		pc_lock_stats_held(&l->stats, since);
-	}
-	pc_spin_unlock(&l->spin);
 }

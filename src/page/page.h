@@ -196,6 +196,7 @@ struct pc_pcp {
 	uint64_t refills, drains; /* under lock; statistics */
 	uint32_t last_refill;     /* pages moved by the last refill */
 	uint32_t last_drain;      /* pages moved by the last drain */
+	struct pc_lock_stats lock_stats; /* lock's statistics: last, off its hot lines */
 } PC_CACHE_ALIGNED;
 
 struct pc_zone_stats {

@@ -35,7 +35,7 @@
 
 void pcp_init(struct pc_pcp *pcp)
 {
-	pc_spin_stat_init(&pcp->lock, PC_LOCK_RANK_PCP);
+	pc_spin_stat_init(&pcp->lock, PC_LOCK_RANK_PCP, &pcp->lock_stats);
 	pcp->count = 0;
 	pcp->high = 0; /* raised to the floor at first use (pcp_high) */
 	pcp->alloc_factor = pcp->free_factor = 0;

@@ -171,9 +171,9 @@ static void collect_zone_pcp_locks(struct pc_stats_snapshot *s, struct pc_zone *
 	struct pc_stats_lock *cls = lock_class_row(s, "pcp");
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
 		if (r)
-			lock_row_fill(r, &z->pcp[c].lock.stats);
+			lock_row_fill(r, z->pcp[c].lock.stats);
 		if (cls)
-			lock_row_fill(cls, &z->pcp[c].lock.stats);
+			lock_row_fill(cls, z->pcp[c].lock.stats);
 	}
 }
 
