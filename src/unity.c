@@ -29,6 +29,7 @@
 #include "page/topology.c"
 #include "page/page_alloc.c"
 #include "page/check.c"
+#include "page/lend.c"
 #include "slab/cache.c"
 #include "slab/slab_alloc.c"
 #include "slab/slab_free.c"

@@ -9,6 +9,16 @@
  * header only after the table says the pointer is a live huge block, so a
  * foreign pointer (page aligned, in no region) is never dereferenced.
  *
+ * When the OS refuses the mapping (a limit on address space: RLIMIT_AS), the
+ * block borrows a range of free pages of a page-allocator region instead
+ * (pc_page_lend, page/lend.c: regions are never unmapped, so after a peak
+ * their free address space would otherwise stay unused). Such a block has
+ * the same layout (header page, then the data), `lent` set in its header,
+ * and its first data page has state PC_PG_HUGE, so that free() (which finds
+ * a descriptor for it) knows it. It is never cached, unmapped or remapped:
+ * the range must stay mapped (page.h says why); free gives it back to the
+ * page allocator, realloc moves it.
+ *
  * Counters are relaxed atomics (statistics for mallinfo2).
  */
 #include "malloc.h"
@@ -17,6 +27,32 @@ static _Atomic size_t huge_mapped, huge_blocks;
 
 size_t huge_bytes_mapped(void) { return pc_load_relaxed(&huge_mapped); }
 size_t huge_count(void) { return pc_load_relaxed(&huge_blocks); }
+
+/* A range lent by the page allocator for `data` bytes (page aligned), header
+ * page in front; NULL if no region has one free. */
+static struct pc_huge_header *lend_new(size_t data, bool *fresh)
+{
+	size_t pages = 1 + (data >> PC_PAGE_SHIFT);
+	struct pc_huge_header *h = pc_page_lend(pages, fresh);
+	if (!h)
+		return NULL;
+	h->map_base = h;
+	h->map_size = pages << PC_PAGE_SHIFT;
+	h->lent = true;
+	return h;
+}
+
+/* Give a block's memory back: the range to the page allocator, or the
+ * mapping to the OS. */
+static void give_back(struct pc_huge_header *h, size_t size)
+{
+	if (h->lent) {
+		pc_pg_set_state(pc_page_of_owned((char *)h + PC_PAGE_SIZE), PC_PG_NONE);
+		pc_page_unlend(h, size >> PC_PAGE_SHIFT);
+	} else {
+		os_unmap(h, size);
+	}
+}
 
 /* A new mapping for `data` bytes aligned to align, with its header page in
  * front; map_base and map_size set. NULL if the OS refuses. */
@@ -36,6 +72,7 @@ static struct pc_huge_header *map_new(size_t data, size_t align)
 	struct pc_huge_header *h = (struct pc_huge_header *)(void *)base;
 	h->map_base = base;
 	h->map_size = PC_PAGE_SIZE + data;
+	h->lent = false;
 	return h;
 }
 
@@ -51,17 +88,24 @@ void *huge_alloc(size_t size, size_t align)
 		h = huge_cache_take(PC_PAGE_SIZE + data);
 	if (h) {
 		h->recycled = true; /* old contents: calloc must clear it */
+		h->lent = false;
 	} else {
 		h = map_new(data, align);
+		bool fresh = true;
+		if (!h && align == PC_PAGE_SIZE) {
+			h = lend_new(data, &fresh);
+			if (h) /* free() finds a descriptor: it says huge */
+				pc_pg_set_state(pc_page_of_owned((char *)h + PC_PAGE_SIZE), PC_PG_HUGE);
+		}
 		if (!h)
 			return NULL;
-		h->recycled = false;
+		h->recycled = !fresh;
 	}
 	char *user = (char *)h + PC_PAGE_SIZE;
 	h->magic = PC_HUGE_MAGIC;
 	h->align = align;
 	if (!huge_table_insert(user)) { /* after the header: see the table */
-		os_unmap(h, h->map_size);
+		give_back(h, h->map_size);
 		return NULL;
 	}
 	pc_add_relaxed(&huge_mapped, h->map_size);
@@ -87,8 +131,8 @@ bool huge_free(void *p)
 	h->magic = 0;
 	pc_sub_relaxed(&huge_mapped, size);
 	pc_sub_relaxed(&huge_blocks, 1);
-	if (!huge_cache_put(h))
-		os_unmap(h, size);
+	if (h->lent || !huge_cache_put(h))
+		give_back(h, size);
 	huge_cache_expire();
 	return true;
 }
@@ -112,8 +156,8 @@ void *huge_realloc(void *p, size_t size)
 {
 	struct pc_huge_header *h = (struct pc_huge_header *)(void *)((char *)p - PC_PAGE_SIZE);
 	size_t old = h->map_size, total = PC_PAGE_SIZE + pc_align_up(size, PC_PAGE_SIZE);
-	if (h->align > PC_PAGE_SIZE || size > PC_REQUEST_MAX)
-		return NULL;
+	if (h->align > PC_PAGE_SIZE || h->lent || size > PC_REQUEST_MAX)
+		return NULL; /* the caller moves the block */
 	struct pc_huge_header *n = os_remap(h, old, total);
 	if (!n)
 		return NULL;

@@ -113,6 +113,8 @@ PC_INLINE enum block_kind classify(const void *p, struct pc_page **pg_out)
 	if (pc_likely(pc_pg_state(slab) == PC_PG_SLAB))
 		return pc_likely(pc_slab_is_slot(slab->owner, slab, p)) ? BLOCK_SMALL : BLOCK_BAD;
 	*pg_out = pg;
+	if (pc_pg_state(pg) == PC_PG_HUGE) /* a huge block in a lent range (huge.c) */
+		return huge_header(p) ? BLOCK_HUGE : BLOCK_BAD;
 	return pc_pg_state(pg) == PC_PG_LARGE && pc_page_address(pg) == p ? BLOCK_LARGE : BLOCK_BAD;
 }
 

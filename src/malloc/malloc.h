@@ -10,11 +10,14 @@
  *          when the pages after it are free;
  *   huge   beyond: a mapping of its own with one header page in front,
  *          cached for reuse after free (under the release delay, bounded
- *          in bytes), then unmapped; resized with mremap.
+ *          in bytes), then unmapped; resized with mremap. When the OS
+ *          refuses the mapping, a range of free pages of a region, lent by
+ *          the page allocator (same layout; never unmapped or remapped).
  *
  * Which kind a pointer is: its page descriptor (pc_page_of) says SLAB/TAIL
- * (small) or LARGE; a pointer in no region is huge only if the table of live
- * huge blocks (huge_table.c) holds it. huge_header() is the safe lookup: it
+ * (small) or LARGE, or HUGE for a huge block in a lent range; a pointer in
+ * no region (or on a HUGE page) is huge only if the table of live huge blocks
+ * (huge_table.c) holds it. huge_header() is the safe lookup: it
  * never reads memory we did not map (a foreign page-aligned pointer gets
  * NULL without its "header page" being touched), and it is lock-free, so it
  * may be called from any context, fork handlers and signal handlers
@@ -59,6 +62,7 @@ struct pc_huge_header {
 	size_t map_size;     /* bytes mapped */
 	size_t align;        /* alignment asked for (PC_PAGE_SIZE if none) */
 	bool recycled;       /* from the cache: contents not zero */
+	bool lent;           /* a range lent by the page allocator (huge.c) */
 };
 
 /* "init.c" */

@@ -52,6 +52,14 @@ static void free_area_del(struct pc_zone *z, struct pc_page *pg, unsigned order)
 	pc_pg_set_state(pg, PC_PG_NONE);
 }
 
+/* Take one free block (the head of a free block of `order`) off its list:
+ * for lending (lend.c). */
+void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order)
+{
+	pc_lock_assert_held(&z->lock);
+	free_area_del(z, pg, order);
+}
+
 /*
  * Free a block and merge it with its buddies. The buddy of the block of
  * 2^order pages at page index i is the block at i ^ 2^order: the two halves

@@ -82,6 +82,12 @@ static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_bl
 		for (size_t i = 0; i < PC_REGION_PAGES; i++) {
 			struct pc_page *pg = &r->pages[i];
 			unsigned st = pc_pg_state(pg);
+			if (st == PC_PG_LENT) { /* in use, but nothing free inside it */
+				CHECK_OR_FAIL(i >= covered && i + pg->aux <= PC_REGION_PAGES,
+					      "zone %u: lent range at page %zu overlaps", z->id, i);
+				covered = i + pg->aux;
+				continue;
+			}
 			if (st != PC_PG_BUDDY && st != PC_PG_PCP && st != PC_PG_RUN)
 				continue;
 			CHECK_OR_FAIL(i >= covered, "zone %u: free blocks overlap at page %zu", z->id, i);

@@ -10,6 +10,25 @@
  * goes back to the OS with madvise, and a stale read of a freed page (the
  * slab fast path does this, as SLUB does) sees zeroes, never a fault.
  *
+ * Why never unmapped, and what is safe instead (issue 9, item 5). Lock-free
+ * readers may touch a region's memory and descriptors after the pages they
+ * look at were freed: the slab alloc fast path reads the next pointer of an
+ * object that another thread may have taken, emptied its slab with, and
+ * freed back to the zone (its cmpxchg16b then fails, but the read happened);
+ * the double-free check and pc_page_of() read descriptors of any pointer
+ * handed to free. No reader announces itself (no epoch, no hazard pointer),
+ * so there is no moment at which a wholly free region is known to be
+ * unread: munmap of its span could turn such a read into SIGSEGV, and
+ * unmapping its descriptors likewise. MADV_DONTNEED is safe (the read sees
+ * zeroes) but keeps the address space, which is what RLIMIT_AS counts; so
+ * is replacing the span with MAP_FIXED PROT_NONE (still counted, and now a
+ * read faults). What is safe and does give the address space back to whoever
+ * needs it is lending (lend.c): a range of free buddy pages, still mapped,
+ * still in the table, is handed to a huge block when the OS refuses the huge
+ * block a mapping of its own; a stale read of it sees the huge block's data,
+ * as it would see any other block's that reused the page, and the huge
+ * block never unmaps or remaps it (it goes back to the buddy lists on free).
+ *
  * Delayed release (release.c): a dirty free block carries the page-clock time
  * it was freed (freed_ns); it goes back to the OS only once it has stayed
  * free for vm.release_delay_ms, in batches, from the slow paths of the zone
@@ -78,6 +97,8 @@
  *     complete); run_free_pages is their sum; bit n of run_bitmap is set iff
  *     run_bins[n] is not empty; no free run is a whole chunk (that goes back
  *     to the buddy lists).
+ *   - a page with state PC_PG_LENT heads a lent range of aux pages inside
+ *     its region, and no free block, pcp entry or free run overlaps it.
  */
 #ifndef PC_PAGE_H
 #define PC_PAGE_H
@@ -105,6 +126,8 @@ enum pc_page_state {
 	PC_PG_LARGE,    /* head of a large malloc block (set by malloc) */
 	PC_PG_RUN,      /* head of a free run in its zone's run heap (run.c) */
 	PC_PG_RUN_END,  /* last page of a free run of 2 pages or more */
+	PC_PG_LENT,     /* first page of a range lent by pc_page_lend: aux = its length */
+	PC_PG_HUGE,     /* first data page of a huge block in a lent range (set by malloc) */
 };
 
 /* What backs a free block, in merge order (a merged block takes the max):
@@ -208,6 +231,7 @@ struct pc_zone_stats {
 	_Atomic uint64_t regions_mapped, map_failures;
 	_Atomic uint64_t released_pages, release_calls;
 	_Atomic uint64_t pcp_frees;                   /* frees taken by the pcp */
+	_Atomic uint64_t lent_pages;                  /* pages lent now (lend.c), always kept */
 	struct pc_hist refill_ns, refill_batch;       /* refill time; pages moved */
 	struct pc_hist drain_ns, drain_batch;         /* drain time; pages moved */
 };
@@ -283,6 +307,20 @@ bool pc_run_grow(void *p, size_t pages, size_t to);
 /* Shorten a run of `pages` to `to` (1 <= to <= pages) pages: the tail goes
  * back to the zone's run heap. */
 void pc_run_shrink(void *p, size_t pages, size_t to);
+/*
+ * Lending (lend.c): `pages` contiguous free pages of one region, page
+ * aligned, for a block the caller manages itself (malloc's huge blocks, when
+ * the OS refuses them a mapping of their own: the address space of free
+ * regions is reused rather than left reserved). The range stays mapped and
+ * in the region table; its first page has state PC_PG_LENT (aux = pages).
+ * The caller must never unmap or remap any of it. *fresh tells whether all
+ * of it was never touched (reads zero). NULL if no region has such a range
+ * on its buddy lists (per-CPU lists and the run heap are not searched: drain
+ * and reclaim first). pc_page_unlend gives it back (the same pages count);
+ * it aborts on anything that is not a lent range.
+ */
+void *pc_page_lend(size_t pages, bool *fresh);
+void pc_page_unlend(void *p, size_t pages);
 /* Drain every per-CPU list and return all free memory to the OS. Returns the
  * bytes released. */
 size_t pc_page_trim(void);
@@ -381,6 +419,7 @@ void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order);
 bool zone_grow(struct pc_zone *z);
 bool page_stats_on(void);
 void zone_publish_hints_locked(struct pc_zone *z);
+void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order);
 struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order);
 /* "release.c" */
 size_t zone_release(struct pc_zone *z, size_t keep_pages);
