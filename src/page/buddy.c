@@ -97,6 +97,34 @@ void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
 	free_area_add(z, &r->pages[idx], order, mem, freed_ns);
 }
 
+/*
+ * Seeding: a new region's chunks (blocks of PC_MAX_ORDER) go on the free
+ * lists one at a time, when nothing on the lists can serve a request, not
+ * all at once when it is mapped: putting a block on a list writes its head
+ * descriptor, and the 16 heads of a region lie on 16 different pages of its
+ * descriptor mapping, 64 KiB of RSS for a program that uses one chunk. The
+ * chunks not yet seeded, [seed_next, PC_REGION_PAGES) of seed_region, are
+ * FRESH and counted in free_pages (seed_pages of them).
+ */
+static bool zone_seed_one_locked(struct pc_zone *z)
+{
+	if (z->seed_pages == 0)
+		return false;
+	struct pc_region *r = z->seed_region;
+	size_t idx = PC_REGION_PAGES - z->seed_pages;
+	z->seed_pages -= (size_t)1 << PC_MAX_ORDER;
+	z->free_pages -= (size_t)1 << PC_MAX_ORDER; /* free_area_add counts it again */
+	free_area_add(z, &r->pages[idx], PC_MAX_ORDER, PC_MEM_FRESH, 0);
+	return true;
+}
+
+void zone_seed_all_locked(struct pc_zone *z)
+{
+	pc_lock_assert_held(&z->lock);
+	while (zone_seed_one_locked(z))
+		;
+}
+
 /* Smallest order >= `order` with a dirty block, else the smallest with any
  * block; or > PC_MAX_ORDER. */
 static unsigned pick_order(struct pc_zone *z, unsigned order)
@@ -126,6 +154,8 @@ struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order)
 {
 	pc_lock_assert_held(&z->lock);
 	unsigned o = pick_order(z, order);
+	if (o > PC_MAX_ORDER && zone_seed_one_locked(z))
+		o = PC_MAX_ORDER;
 	if (o > PC_MAX_ORDER)
 		return NULL;
 	struct pc_free_area *fa = &z->free_area[o];
@@ -222,8 +252,10 @@ bool zone_grow(struct pc_zone *z)
 	r->next = z->regions;
 	z->regions = r;
 	z->managed_pages += PC_REGION_PAGES;
-	for (size_t i = 0; i < PC_REGION_PAGES; i += (size_t)1 << PC_MAX_ORDER)
-		free_area_add(z, &r->pages[i], PC_MAX_ORDER, PC_MEM_FRESH, 0);
+	zone_seed_all_locked(z); /* what is left of the previous region, if any */
+	z->seed_region = r;
+	z->seed_pages = PC_REGION_PAGES;
+	z->free_pages += PC_REGION_PAGES;
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
 	pc_add_relaxed(&z->stats.regions_mapped, 1);

@@ -62,8 +62,12 @@ static bool check_free_areas(struct pc_zone *z, size_t *blocks)
 			      z->id, o, z->free_area[o].nr_free, n);
 		*blocks += n;
 	}
-	CHECK_OR_FAIL(free_pages == z->free_pages, "zone %u: free_pages %zu, lists %zu",
-		      z->id, z->free_pages, free_pages);
+	CHECK_OR_FAIL(z->seed_pages % ((size_t)1 << PC_MAX_ORDER) == 0 &&
+		      (z->seed_pages == 0 || z->seed_region != NULL),
+		      "zone %u: seed_pages %zu", z->id, z->seed_pages);
+	CHECK_OR_FAIL(free_pages + z->seed_pages == z->free_pages,
+		      "zone %u: free_pages %zu, lists %zu, not seeded %zu",
+		      z->id, z->free_pages, free_pages, z->seed_pages);
 	CHECK_OR_FAIL(dirty_pages == z->dirty_pages, "zone %u: dirty_pages %zu, lists %zu",
 		      z->id, z->dirty_pages, dirty_pages);
 	return true;

@@ -105,6 +105,7 @@ void *pc_page_lend(size_t pages, bool *fresh)
 		struct pc_region *r = NULL;
 		size_t start = 0;
 		void *p = NULL;
+		zone_seed_all_locked(z); /* every chunk is a candidate */
 		if (lend_best_fit_locked(z, pages, &r, &start)) {
 			*fresh = lend_carve_locked(z, r, start, pages);
 			struct pc_page *head = &r->pages[start];

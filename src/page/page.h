@@ -80,7 +80,10 @@
  *     is on free_area[order]; the block is 2^order pages, aligned to its size;
  *   - no free block's buddy is a free block of the same order (coalescing is
  *     complete);
- *   - zone->free_pages == sum over orders of nr_free[order] << order;
+ *   - zone->free_pages == sum over orders of nr_free[order] << order, plus
+ *     seed_pages (the chunks of the newest region not yet seeded: the last
+ *     seed_pages pages of seed_region, a multiple of a chunk, none of them
+ *     a free head);
  *   - zone->dirty_pages == sum of the sizes of free blocks with mem DIRTY;
  *     a block is on free_area[order].dirty iff its mem is DIRTY, and along
  *     that list freed_ns mostly falls from head to tail (a block split off a
@@ -249,6 +252,11 @@ struct pc_zone {
 	_Atomic size_t managed_hint; /* copy of managed_pages, for the bound */
 	_Atomic uint32_t releasing;  /* a release pass runs (release.c) */
 	size_t managed_pages;  /* under lock: pages in all regions */
+	/* Under lock: the chunks of the newest region not yet on the free lists
+	 * (buddy.c, "seeding"): its last seed_pages pages, FRESH, counted in
+	 * free_pages. */
+	struct pc_region *seed_region;
+	size_t seed_pages;
 	/* The run heap (run.c), under lock: free runs by exact length, a bit
 	 * per non-empty length, pages in free runs, pages of chunks it holds. */
 	struct pc_list run_bins[PC_RUN_MAX_PAGES + 1];
@@ -420,6 +428,7 @@ bool zone_grow(struct pc_zone *z);
 bool page_stats_on(void);
 void zone_publish_hints_locked(struct pc_zone *z);
 void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order);
+void zone_seed_all_locked(struct pc_zone *z);
 struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order);
 /* "release.c" */
 size_t zone_release(struct pc_zone *z, size_t keep_pages);

@@ -19,7 +19,8 @@
  * and is on run_bins[n]; its last descriptor (n >= 2) has state
  * PC_PG_RUN_END and aux n, so that a run freed just after it finds its head
  * in O(1). Every other page of it has state PC_PG_NONE. run_bitmap has bit n
- * set iff run_bins[n] is not empty, so the best fit is a bit scan. A free
+ * set iff run_bins[n] is not empty, so the best fit is a bit scan (a bin
+ * with its bit clear may be uninitialised: see zone_run_init). A free
  * run never crosses its chunk's edge, and no free run is next to another
  * one in the same chunk (coalescing is complete).
  *
@@ -28,10 +29,18 @@
  */
 #include "page.h"
 
+/* Bins are initialised when first used (run_insert), so that a zone that
+ * never holds a free run of some length does not touch its list head: the
+ * 1025 bins are 16 KiB, a fixed cost for every small program. A bin whose
+ * bitmap bit is clear counts as empty whatever its memory holds. */
 void zone_run_init(struct pc_zone *z)
 {
-	for (size_t n = 0; n <= PC_RUN_MAX_PAGES; n++)
-		pc_list_init(&z->run_bins[n]);
+	(void)z; /* the zone is zeroed memory: every bitmap bit clear */
+}
+
+static bool bin_used(const struct pc_zone *z, size_t n)
+{
+	return (z->run_bitmap[n >> 6] >> (n & 63)) & 1;
 }
 
 static size_t chunk_start(size_t idx)
@@ -49,6 +58,8 @@ static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_
 		r->pages[idx + n - 1].aux = (uint32_t)n;
 		pc_pg_set_state(&r->pages[idx + n - 1], PC_PG_RUN_END);
 	}
+	if (!bin_used(z, n))
+		pc_list_init(&z->run_bins[n]);
 	pc_list_add(&head->list, &z->run_bins[n]); /* the warmest first */
 	z->run_bitmap[n >> 6] |= (uint64_t)1 << (n & 63);
 	z->run_free_pages += n;
@@ -192,6 +203,8 @@ size_t zone_run_release_locked(struct pc_zone *z)
 	size_t bytes = 0;
 	for (size_t n = 1; n <= PC_RUN_MAX_PAGES; n++) {
 		struct pc_list *it;
+		if (!bin_used(z, n))
+			continue;
 		pc_list_for_each(it, &z->run_bins[n]) {
 			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
 			if (os_release(pc_page_address(pg), n << PC_PAGE_SHIFT) == 0)
@@ -214,8 +227,9 @@ bool zone_run_check_locked(struct pc_zone *z, size_t *listed)
 {
 	size_t pages = 0;
 	for (size_t n = 1; n <= PC_RUN_MAX_PAGES; n++) {
-		bool bit = (z->run_bitmap[n >> 6] >> (n & 63)) & 1;
-		RUN_CHECK(bit == !pc_list_empty(&z->run_bins[n]), "zone %u: run bitmap bit %zu wrong", z->id, n);
+		if (!bin_used(z, n)) /* empty, maybe never initialised */
+			continue;
+		RUN_CHECK(!pc_list_empty(&z->run_bins[n]), "zone %u: run bitmap bit %zu wrong", z->id, n);
 		struct pc_list *it;
 		pc_list_for_each(it, &z->run_bins[n]) {
 			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
