@@ -22,6 +22,7 @@ void zone_publish_hints_locked(struct pc_zone *z)
 	pc_store_relaxed(&z->free_hint, z->free_pages);
 	pc_store_relaxed(&z->dirty_hint, z->dirty_pages);
 	pc_store_relaxed(&z->managed_hint, z->managed_pages);
+	pc_store_relaxed(&z->run_dirty_hint, z->run_dirty_pages);
 }
 
 static void free_area_add(struct pc_zone *z, struct pc_page *pg, unsigned order,

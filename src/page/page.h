@@ -97,7 +97,9 @@
  *   - run heap: a free run of n pages heads run_bins[n] with state PC_PG_RUN
  *     and aux n, its last page (n >= 2) has state PC_PG_RUN_END and aux n;
  *     it lies inside one chunk and no two free runs touch (coalescing is
- *     complete); run_free_pages is their sum; bit n of run_bitmap is set iff
+ *     complete); run_free_pages is their sum, run_dirty_pages the sum of
+ *     those with mem DIRTY (a free run's head carries mem and freed_ns as a
+ *     free block's does); bit n of run_bitmap is set iff
  *     run_bins[n] is not empty; no free run is a whole chunk (that goes back
  *     to the buddy lists).
  *   - a page with state PC_PG_LENT heads a lent range of aux pages inside
@@ -263,6 +265,8 @@ struct pc_zone {
 	uint64_t run_bitmap[PC_RUN_MAX_PAGES / 64 + 1];
 	size_t run_free_pages;
 	size_t run_chunk_pages;
+	size_t run_dirty_pages;       /* in free runs that may be resident */
+	_Atomic size_t run_dirty_hint; /* its copy for lock-free looks */
 	struct pc_region *regions;
 	struct pc_mutex grow_lock;
 	unsigned node, instance, id;
@@ -432,6 +436,7 @@ void zone_seed_all_locked(struct pc_zone *z);
 struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order);
 /* "release.c" */
 size_t zone_release(struct pc_zone *z, size_t keep_pages);
+int page_release_memory(void *p, size_t bytes);
 void zone_maybe_release(struct pc_zone *z);
 void zone_release_fork_child(void);
 void zone_release_init(void);
@@ -449,6 +454,7 @@ struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t al
 void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages);
 bool zone_run_claim_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, size_t to);
 size_t zone_run_release_locked(struct pc_zone *z);
+size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before);
 bool zone_run_check_locked(struct pc_zone *z, size_t *listed);
 /* pcp.c */
 struct pc_page *pcp_alloc_run(struct pc_zone *z, struct pc_pcp *pcp, size_t pages);

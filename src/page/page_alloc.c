@@ -346,6 +346,7 @@ size_t pc_page_trim(void)
 		released += zone_release(z, 0);
 		pc_lock_acquire(&z->lock);
 		released += zone_run_release_locked(z);
+		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 	}
 	pc_page_check_at("after trim");

@@ -20,7 +20,10 @@
  * without waiting, and the pool of free resident memory stays bounded.
  *
  * Each pass also lets the per-CPU lists of the zone decay (pcp_decay in
- * pcp.c), so that what a CPU no longer cycles reaches the zone and ages here.
+ * pcp.c), so that what a CPU no longer cycles reaches the zone and ages here,
+ * and releases the free runs of the run heap that are due (run.c: free
+ * runs inside chunks still partly used never reach the buddy lists). Those
+ * go by age only; the bound on dirty memory counts the buddy lists only.
  *
  * How: blocks are taken off the free lists a batch at a time under the zone
  * lock, released with the lock dropped (madvise is slow; others keep
@@ -69,7 +72,7 @@ static size_t bound_pages(size_t used_pages)
 /* ---- one release pass --------------------------------------------------- */
 #define RELEASE_BATCH 32 /* blocks per zone-lock hold */
 
-static int release_memory(void *p, size_t bytes)
+int page_release_memory(void *p, size_t bytes)
 {
 	if (pc_option(PC_OPT_VM_RELEASE_ADVICE) == 1)
 		return os_release_lazy(p, bytes);
@@ -115,7 +118,7 @@ static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t 
 			break;
 		bool done[RELEASE_BATCH];
 		for (unsigned i = 0; i < n; i++) {
-			done[i] = ok && release_memory(pc_page_address(pages[i]), PC_PAGE_SIZE << orders[i]) == 0;
+			done[i] = ok && page_release_memory(pc_page_address(pages[i]), PC_PAGE_SIZE << orders[i]) == 0;
 			ok = done[i];
 			released += done[i] ? PC_PAGE_SIZE << orders[i] : 0;
 		}
@@ -151,6 +154,8 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now)
 	pc_store_relaxed(&z->next_pass_ns, now + delay / 4);
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
 	size_t released = zone_release_until(z, due_before, bound_pages(used));
+	/* free runs in chunks still partly used: by age only (run.c) */
+	released += zone_run_release_due(z, due_before);
 	pc_store_release(&z->releasing, 0);
 	return released;
 }
@@ -164,7 +169,7 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now)
 void zone_maybe_release(struct pc_zone *z)
 {
 	size_t dirty = pc_load_relaxed(&z->dirty_hint);
-	if (pc_likely(dirty == 0))
+	if (pc_likely(dirty == 0) && pc_likely(pc_load_relaxed(&z->run_dirty_hint) == 0))
 		return;
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
 	uint64_t now = pc_page_clock_ns();

@@ -48,11 +48,16 @@ static size_t chunk_start(size_t idx)
 	return idx & ~(PC_RUN_MAX_PAGES - 1);
 }
 
-/* Put [idx, idx + n) of r on the heap as one free run. */
-static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_t n)
+/* Put [idx, idx + n) of r on the heap as one free run backed by `mem`
+ * (freed at freed_ns if DIRTY). A dirty run goes to the head of its bin
+ * (allocation takes the warmest memory first), any other to the tail. */
+static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_t n,
+		       enum pc_mem mem, uint64_t freed_ns)
 {
 	struct pc_page *head = &r->pages[idx];
 	head->aux = (uint32_t)n;
+	head->mem = (uint8_t)mem;
+	head->freed_ns = freed_ns;
 	pc_pg_set_state(head, PC_PG_RUN);
 	if (n > 1) {
 		r->pages[idx + n - 1].aux = (uint32_t)n;
@@ -60,7 +65,12 @@ static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_
 	}
 	if (!bin_used(z, n))
 		pc_list_init(&z->run_bins[n]);
-	pc_list_add(&head->list, &z->run_bins[n]); /* the warmest first */
+	if (mem == PC_MEM_DIRTY) {
+		pc_list_add(&head->list, &z->run_bins[n]);
+		z->run_dirty_pages += n;
+	} else {
+		pc_list_add_tail(&head->list, &z->run_bins[n]);
+	}
 	z->run_bitmap[n >> 6] |= (uint64_t)1 << (n & 63);
 	z->run_free_pages += n;
 }
@@ -73,6 +83,8 @@ static void run_remove(struct pc_zone *z, struct pc_page *head)
 	if (pc_list_empty(&z->run_bins[n]))
 		z->run_bitmap[n >> 6] &= ~((uint64_t)1 << (n & 63));
 	z->run_free_pages -= n;
+	if (head->mem == PC_MEM_DIRTY)
+		z->run_dirty_pages -= n;
 	pc_pg_set_state(head, PC_PG_NONE);
 	if (n > 1)
 		pc_pg_set_state(head + n - 1, PC_PG_NONE);
@@ -92,12 +104,24 @@ static size_t best_fit(const struct pc_zone *z, size_t n)
 	}
 }
 
+/* What backs two merged free runs: the max of their mem (dirty if either
+ * may be resident), freed when the newer dirty part was (as buddy blocks:
+ * released later, never earlier). */
+static void run_merge_mem(enum pc_mem *mem, uint64_t *freed_ns, const struct pc_page *other)
+{
+	if (other->mem == PC_MEM_DIRTY)
+		*freed_ns = *mem == PC_MEM_DIRTY ? PC_MAX(*freed_ns, other->freed_ns) : other->freed_ns;
+	*mem = PC_MAX(*mem, (enum pc_mem)other->mem);
+}
+
 /*
- * Free [idx, idx + n) of r into the heap: merged with the free run that
- * ends just before it and the one that starts just after it (within the
- * chunk). A chunk wholly free goes back to the buddy lists.
+ * Free [idx, idx + n) of r into the heap, backed by `mem` (freed at
+ * freed_ns): merged with the free run that ends just before it and the one
+ * that starts just after it (within the chunk). A chunk wholly free goes
+ * back to the buddy lists.
  */
-static void run_free_range(struct pc_zone *z, struct pc_region *r, size_t idx, size_t n)
+static void run_free_range(struct pc_zone *z, struct pc_region *r, size_t idx, size_t n,
+			   enum pc_mem mem, uint64_t freed_ns)
 {
 	size_t start = chunk_start(idx);
 	if (idx > start) {
@@ -105,6 +129,7 @@ static void run_free_range(struct pc_zone *z, struct pc_region *r, size_t idx, s
 		unsigned st = pc_pg_state(prev);
 		if (st == PC_PG_RUN_END || st == PC_PG_RUN) {
 			size_t len = st == PC_PG_RUN ? 1 : prev->aux;
+			run_merge_mem(&mem, &freed_ns, prev - len + 1);
 			run_remove(z, prev - len + 1);
 			idx -= len;
 			n += len;
@@ -112,15 +137,16 @@ static void run_free_range(struct pc_zone *z, struct pc_region *r, size_t idx, s
 	}
 	if (idx + n < start + PC_RUN_MAX_PAGES && pc_pg_state(&r->pages[idx + n]) == PC_PG_RUN) {
 		struct pc_page *next = &r->pages[idx + n];
+		run_merge_mem(&mem, &freed_ns, next);
 		n += next->aux;
 		run_remove(z, next);
 	}
 	if (n == PC_RUN_MAX_PAGES) { /* the whole chunk: back to the buddy lists */
 		z->run_chunk_pages -= PC_RUN_MAX_PAGES;
-		zone_free_block_locked(z, &r->pages[idx], PC_MAX_ORDER, PC_MEM_DIRTY);
+		zone_free_block_locked(z, &r->pages[idx], PC_MAX_ORDER, mem);
 		return;
 	}
-	run_insert(z, r, idx, n);
+	run_insert(z, r, idx, n, mem, freed_ns);
 }
 
 /* A new chunk from the buddy lists, its pages one free run; false if none. */
@@ -131,7 +157,7 @@ static bool run_grow_heap(struct pc_zone *z)
 		return false;
 	struct pc_region *r = pc_page_region(pg);
 	z->run_chunk_pages += PC_RUN_MAX_PAGES;
-	run_insert(z, r, (size_t)(pg - r->pages), PC_RUN_MAX_PAGES);
+	run_insert(z, r, (size_t)(pg - r->pages), PC_RUN_MAX_PAGES, (enum pc_mem)pg->mem, pg->freed_ns);
 	return true;
 }
 
@@ -160,11 +186,13 @@ struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t al
 	 * is capped at a chunk, only a fresh chunk (aligned to 4 MiB) fits it. */
 	if (pc_unlikely(at + pages > idx + len))
 		return NULL;
+	enum pc_mem mem = (enum pc_mem)head->mem; /* the pieces left keep it */
+	uint64_t freed_ns = head->freed_ns;
 	run_remove(z, head);
 	if (at > idx)
-		run_free_range(z, r, idx, at - idx);
+		run_free_range(z, r, idx, at - idx, mem, freed_ns);
 	if (at + pages < idx + len)
-		run_free_range(z, r, at + pages, idx + len - at - pages);
+		run_free_range(z, r, at + pages, idx + len - at - pages, mem, freed_ns);
 	return &r->pages[at];
 }
 
@@ -173,7 +201,7 @@ void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages)
 {
 	struct pc_region *r = pc_page_region(pg);
 	pc_lock_assert_held(&z->lock);
-	run_free_range(z, r, (size_t)(pg - r->pages), pages);
+	run_free_range(z, r, (size_t)(pg - r->pages), pages, PC_MEM_DIRTY, pc_page_clock_ns());
 }
 
 /* Lengthen the run at pg from `pages` to `to` if a free run long enough
@@ -189,15 +217,17 @@ bool zone_run_claim_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, 
 	if (pc_pg_state(next) != PC_PG_RUN || next->aux < to - pages)
 		return false;
 	size_t len = next->aux;
+	enum pc_mem mem = (enum pc_mem)next->mem;
+	uint64_t freed_ns = next->freed_ns;
 	run_remove(z, next);
 	if (len > to - pages)
-		run_insert(z, r, idx + to, len - (to - pages));
+		run_insert(z, r, idx + to, len - (to - pages), mem, freed_ns);
 	return true;
 }
 
-/* pc_page_trim: give every free run of the heap back to the OS (under the
- * lock: trim is rare, and a run released must not be handed out meanwhile).
- * Returns the bytes released. */
+/* pc_page_trim: give every dirty free run of the heap back to the OS (under
+ * the lock: trim is rare, and a run released must not be handed out
+ * meanwhile). Returns the bytes released. */
 size_t zone_run_release_locked(struct pc_zone *z)
 {
 	size_t bytes = 0;
@@ -207,11 +237,89 @@ size_t zone_run_release_locked(struct pc_zone *z)
 			continue;
 		pc_list_for_each(it, &z->run_bins[n]) {
 			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-			if (os_release(pc_page_address(pg), n << PC_PAGE_SHIFT) == 0)
-				bytes += n << PC_PAGE_SHIFT;
+			if (pg->mem != PC_MEM_DIRTY || os_release(pc_page_address(pg), n << PC_PAGE_SHIFT) != 0)
+				continue;
+			bytes += n << PC_PAGE_SHIFT;
+			pg->mem = PC_MEM_RELEASED; /* it stays where it is on its bin */
+			z->run_dirty_pages -= n;
 		}
 	}
 	return bytes;
+}
+
+/* ---- delayed release of free runs ------------------------------------------- */
+/*
+ * Free runs inside chunks that are still partly used never reach the buddy
+ * lists, so the buddy lists' release passes do not see them. Each pass of
+ * release.c therefore also takes the dirty free runs freed before due_before
+ * off the heap, a batch at a time under the zone lock, releases them with
+ * the lock dropped and frees them back as RELEASED (merging with whatever
+ * became free next to them meanwhile). A bin is scanned from its tail
+ * (dirty runs are added at the head, so the oldest are at the tail; the
+ * others are skipped) up to its first dirty run not yet due; a pass looks at
+ * no more than RUN_SCAN_MAX runs, so the lock is never held long. A run
+ * split off a larger one keeps its time and may sit nearer the head than its
+ * age says: it is then released later, never earlier.
+ */
+#define RUN_RELEASE_BATCH 32
+#define RUN_SCAN_MAX 1024
+
+static unsigned run_take_due_locked(struct pc_zone *z, uint64_t due_before, size_t *budget,
+				    struct pc_page **runs)
+{
+	unsigned taken = 0;
+	for (size_t w = 0; w <= PC_RUN_MAX_PAGES / 64; w++) {
+		for (uint64_t bits = z->run_bitmap[w]; bits; bits &= bits - 1) {
+			size_t n = (w << 6) + (size_t)__builtin_ctzll(bits);
+			struct pc_list *bin = &z->run_bins[n];
+			for (struct pc_list *it = bin->prev, *prev; it != bin; it = prev) {
+				struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+				prev = it->prev;
+				if (taken == RUN_RELEASE_BATCH || *budget == 0)
+					return taken;
+				--*budget;
+				if (pg->mem != PC_MEM_DIRTY)
+					continue;
+				if (pg->freed_ns >= due_before)
+					break;
+				run_remove(z, pg); /* aux (its length) stays */
+				runs[taken++] = pg;
+			}
+		}
+	}
+	return taken;
+}
+
+size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
+{
+	struct pc_page *runs[RUN_RELEASE_BATCH];
+	size_t released = 0, budget = RUN_SCAN_MAX;
+	bool ok = true;
+	while (ok && pc_load_relaxed(&z->run_dirty_hint) != 0) {
+		pc_lock_acquire(&z->lock);
+		unsigned n = run_take_due_locked(z, due_before, &budget, runs);
+		zone_publish_hints_locked(z);
+		pc_lock_release(&z->lock);
+		if (n == 0)
+			break;
+		bool done[RUN_RELEASE_BATCH];
+		for (unsigned i = 0; i < n; i++) {
+			size_t bytes = (size_t)runs[i]->aux << PC_PAGE_SHIFT;
+			done[i] = ok && page_release_memory(pc_page_address(runs[i]), bytes) == 0;
+			ok = done[i];
+			released += done[i] ? bytes : 0;
+		}
+		pc_lock_acquire(&z->lock);
+		for (unsigned i = 0; i < n; i++) {
+			struct pc_region *r = pc_page_region(runs[i]);
+			run_free_range(z, r, (size_t)(runs[i] - r->pages), runs[i]->aux,
+				       done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY, runs[i]->freed_ns);
+		}
+		zone_publish_hints_locked(z);
+		pc_lock_release(&z->lock);
+	}
+	pc_add_relaxed(&z->stats.released_pages, released >> PC_PAGE_SHIFT);
+	return released;
 }
 
 #define RUN_CHECK(cond, ...)                     \
@@ -225,7 +333,7 @@ size_t zone_run_release_locked(struct pc_zone *z)
 /* The heap's invariants (top of the file); *listed = free runs on the bins. */
 bool zone_run_check_locked(struct pc_zone *z, size_t *listed)
 {
-	size_t pages = 0;
+	size_t pages = 0, dirty = 0;
 	for (size_t n = 1; n <= PC_RUN_MAX_PAGES; n++) {
 		if (!bin_used(z, n)) /* empty, maybe never initialised */
 			continue;
@@ -248,11 +356,14 @@ bool zone_run_check_locked(struct pc_zone *z, size_t *listed)
 			RUN_CHECK(idx + n == start + PC_RUN_MAX_PAGES || pc_pg_state(pg + n) != PC_PG_RUN,
 				  "zone %u: free runs not coalesced", z->id);
 			pages += n;
+			dirty += pg->mem == PC_MEM_DIRTY ? n : 0;
 			(*listed)++;
 		}
 	}
 	RUN_CHECK(pages == z->run_free_pages, "zone %u: run_free_pages %zu, bins %zu", z->id,
 		  z->run_free_pages, pages);
+	RUN_CHECK(dirty == z->run_dirty_pages, "zone %u: run_dirty_pages %zu, bins %zu", z->id,
+		  z->run_dirty_pages, dirty);
 	RUN_CHECK(pages <= z->run_chunk_pages, "zone %u: more free run pages than chunks", z->id);
 	return true;
 }
