@@ -36,6 +36,8 @@
  * background thread (vm.release_thread). The dirty free memory of a zone is
  * also bounded: above max(vm.release_watermark_kb, a quarter of the zone's
  * memory in use) the oldest blocks go at once. pc_page_trim releases all.
+ * Free runs of the run heap (below) are released by the same passes once
+ * they have stayed free for the delay (by age only, run.c).
  *
  * Runs (run.c): malloc's medium and large blocks are runs of exactly the
  * pages asked for, cut best-fit from chunks (PC_MAX_ORDER buddy blocks) that
