@@ -96,12 +96,13 @@
  *     = its length and order = floor(log2(length)) (so the lock-free double-
  *     free check, which trusts a free head's order, never claims a page
  *     beyond a run);
- *   - run heap: a free run of n pages heads run_bins[n] with state PC_PG_RUN
+ *   - run heap: a free run of n pages is on run_bins[n] (its dirty list iff
+ *     its mem is DIRTY) with state PC_PG_RUN
  *     and aux n, its last page (n >= 2) has state PC_PG_RUN_END and aux n;
  *     it lies inside one chunk and no two free runs touch (coalescing is
  *     complete); run_free_pages is their sum, run_dirty_pages the sum of
  *     those with mem DIRTY (a free run's head carries mem and freed_ns as a
- *     free block's does); bit n of run_bitmap is set iff
+ *     free block's does); bit n of run_bitmap is set iff either list of
  *     run_bins[n] is not empty; no free run is a whole chunk (that goes back
  *     to the buddy lists).
  *   - a page with state PC_PG_LENT heads a lent range of aux pages inside
@@ -213,6 +214,12 @@ struct pc_free_area {
 	size_t nr_free;      /* blocks on both lists */
 };
 
+/* Free runs of one length (run.c): dirty ones (maybe resident, newest at
+ * the head) and the others (released or never touched). */
+struct pc_run_bin {
+	struct pc_list dirty, clean;
+};
+
 /* Per-CPU page lists of one zone (one per possible CPU). */
 struct pc_pcp {
 	struct pc_spin_stat lock; /* a spinlock with statistics (lock.h) */
@@ -263,7 +270,7 @@ struct pc_zone {
 	size_t seed_pages;
 	/* The run heap (run.c), under lock: free runs by exact length, a bit
 	 * per non-empty length, pages in free runs, pages of chunks it holds. */
-	struct pc_list run_bins[PC_RUN_MAX_PAGES + 1];
+	struct pc_run_bin run_bins[PC_RUN_MAX_PAGES + 1];
 	uint64_t run_bitmap[PC_RUN_MAX_PAGES / 64 + 1];
 	size_t run_free_pages;
 	size_t run_chunk_pages;

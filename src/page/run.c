@@ -20,7 +20,10 @@
  * PC_PG_RUN_END and aux n, so that a run freed just after it finds its head
  * in O(1). Every other page of it has state PC_PG_NONE. run_bitmap has bit n
  * set iff run_bins[n] is not empty, so the best fit is a bit scan (a bin
- * with its bit clear may be uninitialised: see zone_run_init). A free
+ * with its bit clear may be uninitialised: see zone_run_init). A bin has
+ * two lists, as a buddy order has: dirty runs (newest at the head, so the
+ * oldest, next to release, at the tail) and the others; allocation takes
+ * the warmest dirty run of the length first. A free
  * run never crosses its chunk's edge, and no free run is next to another
  * one in the same chunk (coalescing is complete).
  *
@@ -49,8 +52,7 @@ static size_t chunk_start(size_t idx)
 }
 
 /* Put [idx, idx + n) of r on the heap as one free run backed by `mem`
- * (freed at freed_ns if DIRTY). A dirty run goes to the head of its bin
- * (allocation takes the warmest memory first), any other to the tail. */
+ * (freed at freed_ns if DIRTY), at the head of its bin's list. */
 static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_t n,
 		       enum pc_mem mem, uint64_t freed_ns)
 {
@@ -63,13 +65,16 @@ static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_
 		r->pages[idx + n - 1].aux = (uint32_t)n;
 		pc_pg_set_state(&r->pages[idx + n - 1], PC_PG_RUN_END);
 	}
-	if (!bin_used(z, n))
-		pc_list_init(&z->run_bins[n]);
+	struct pc_run_bin *bin = &z->run_bins[n];
+	if (!bin_used(z, n)) {
+		pc_list_init(&bin->dirty);
+		pc_list_init(&bin->clean);
+	}
 	if (mem == PC_MEM_DIRTY) {
-		pc_list_add(&head->list, &z->run_bins[n]);
+		pc_list_add(&head->list, &bin->dirty);
 		z->run_dirty_pages += n;
 	} else {
-		pc_list_add_tail(&head->list, &z->run_bins[n]);
+		pc_list_add(&head->list, &bin->clean);
 	}
 	z->run_bitmap[n >> 6] |= (uint64_t)1 << (n & 63);
 	z->run_free_pages += n;
@@ -80,7 +85,7 @@ static void run_remove(struct pc_zone *z, struct pc_page *head)
 {
 	size_t n = head->aux;
 	pc_list_del(&head->list);
-	if (pc_list_empty(&z->run_bins[n]))
+	if (pc_list_empty(&z->run_bins[n].dirty) && pc_list_empty(&z->run_bins[n].clean))
 		z->run_bitmap[n >> 6] &= ~((uint64_t)1 << (n & 63));
 	z->run_free_pages -= n;
 	if (head->mem == PC_MEM_DIRTY)
@@ -178,7 +183,9 @@ struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t al
 			return NULL;
 		len = best_fit(z, need);
 	}
-	struct pc_page *head = pc_list_first(&z->run_bins[len], struct pc_page, list);
+	struct pc_run_bin *bin = &z->run_bins[len];
+	struct pc_page *head = pc_list_first(pc_list_empty(&bin->dirty) ? &bin->clean : &bin->dirty,
+					     struct pc_page, list);
 	struct pc_region *r = pc_page_region(head);
 	size_t idx = (size_t)(head - r->pages);
 	size_t at = (idx + align_pages - 1) & ~(align_pages - 1);
@@ -232,15 +239,18 @@ size_t zone_run_release_locked(struct pc_zone *z)
 {
 	size_t bytes = 0;
 	for (size_t n = 1; n <= PC_RUN_MAX_PAGES; n++) {
-		struct pc_list *it;
 		if (!bin_used(z, n))
 			continue;
-		pc_list_for_each(it, &z->run_bins[n]) {
+		struct pc_list *dirty = &z->run_bins[n].dirty;
+		for (struct pc_list *it = dirty->next, *next; it != dirty; it = next) {
 			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-			if (pg->mem != PC_MEM_DIRTY || os_release(pc_page_address(pg), n << PC_PAGE_SHIFT) != 0)
+			next = it->next;
+			if (os_release(pc_page_address(pg), n << PC_PAGE_SHIFT) != 0)
 				continue;
 			bytes += n << PC_PAGE_SHIFT;
-			pg->mem = PC_MEM_RELEASED; /* it stays where it is on its bin */
+			pc_list_del(&pg->list);
+			pc_list_add(&pg->list, &z->run_bins[n].clean);
+			pg->mem = PC_MEM_RELEASED;
 			z->run_dirty_pages -= n;
 		}
 	}
@@ -254,12 +264,11 @@ size_t zone_run_release_locked(struct pc_zone *z)
  * release.c therefore also takes the dirty free runs freed before due_before
  * off the heap, a batch at a time under the zone lock, releases them with
  * the lock dropped and frees them back as RELEASED (merging with whatever
- * became free next to them meanwhile). A bin is scanned from its tail
- * (dirty runs are added at the head, so the oldest are at the tail; the
- * others are skipped) up to its first dirty run not yet due; a pass looks at
- * no more than RUN_SCAN_MAX runs, so the lock is never held long. A run
- * split off a larger one keeps its time and may sit nearer the head than its
- * age says: it is then released later, never earlier.
+ * became free next to them meanwhile). A bin's dirty list is taken from its
+ * tail (the oldest) up to its first run not yet due; a pass takes no more
+ * than RUN_SCAN_MAX runs, so that it ends. A run split off a larger one
+ * keeps its time and may sit nearer the head than its age says: it is then
+ * released later, never earlier.
  */
 #define RUN_RELEASE_BATCH 32
 #define RUN_SCAN_MAX 1024
@@ -271,17 +280,15 @@ static unsigned run_take_due_locked(struct pc_zone *z, uint64_t due_before, size
 	for (size_t w = 0; w <= PC_RUN_MAX_PAGES / 64; w++) {
 		for (uint64_t bits = z->run_bitmap[w]; bits; bits &= bits - 1) {
 			size_t n = (w << 6) + (size_t)__builtin_ctzll(bits);
-			struct pc_list *bin = &z->run_bins[n];
-			for (struct pc_list *it = bin->prev, *prev; it != bin; it = prev) {
+			struct pc_list *dirty = &z->run_bins[n].dirty;
+			for (struct pc_list *it = dirty->prev, *prev; it != dirty; it = prev) {
 				struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
 				prev = it->prev;
 				if (taken == RUN_RELEASE_BATCH || *budget == 0)
 					return taken;
-				--*budget;
-				if (pg->mem != PC_MEM_DIRTY)
-					continue;
 				if (pg->freed_ns >= due_before)
 					break;
+				--*budget;
 				run_remove(z, pg); /* aux (its length) stays */
 				runs[taken++] = pg;
 			}
@@ -330,6 +337,28 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 		}                                \
 	} while (0)
 
+/* One free run found on bins[n]'s dirty (d) or clean list. */
+static bool run_check_one(struct pc_zone *z, struct pc_page *pg, size_t n, bool d)
+{
+	struct pc_region *r = pc_page_region(pg);
+	size_t idx = (size_t)(pg - r->pages), start = chunk_start(idx);
+	RUN_CHECK(r->zone == z && pc_pg_state(pg) == PC_PG_RUN && pg->aux == n,
+		  "zone %u: %zu-page run bin holds state %u length %u", z->id, n,
+		  pc_pg_state(pg), pg->aux);
+	RUN_CHECK((pg->mem == PC_MEM_DIRTY) == d, "zone %u: %zu-page run with mem %u on the %s list",
+		  z->id, n, pg->mem, d ? "dirty" : "clean");
+	RUN_CHECK(idx + n <= start + PC_RUN_MAX_PAGES && n < PC_RUN_MAX_PAGES,
+		  "zone %u: free run leaves its chunk", z->id);
+	RUN_CHECK(n == 1 || (pc_pg_state(pg + n - 1) == PC_PG_RUN_END && pg[n - 1].aux == n),
+		  "zone %u: free run of %zu without its end", z->id, n);
+	RUN_CHECK(idx == start || (pc_pg_state(pg - 1) != PC_PG_RUN &&
+				   pc_pg_state(pg - 1) != PC_PG_RUN_END),
+		  "zone %u: free runs not coalesced", z->id);
+	RUN_CHECK(idx + n == start + PC_RUN_MAX_PAGES || pc_pg_state(pg + n) != PC_PG_RUN,
+		  "zone %u: free runs not coalesced", z->id);
+	return true;
+}
+
 /* The heap's invariants (top of the file); *listed = free runs on the bins. */
 bool zone_run_check_locked(struct pc_zone *z, size_t *listed)
 {
@@ -337,27 +366,18 @@ bool zone_run_check_locked(struct pc_zone *z, size_t *listed)
 	for (size_t n = 1; n <= PC_RUN_MAX_PAGES; n++) {
 		if (!bin_used(z, n)) /* empty, maybe never initialised */
 			continue;
-		RUN_CHECK(!pc_list_empty(&z->run_bins[n]), "zone %u: run bitmap bit %zu wrong", z->id, n);
-		struct pc_list *it;
-		pc_list_for_each(it, &z->run_bins[n]) {
-			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-			struct pc_region *r = pc_page_region(pg);
-			size_t idx = (size_t)(pg - r->pages), start = chunk_start(idx);
-			RUN_CHECK(r->zone == z && pc_pg_state(pg) == PC_PG_RUN && pg->aux == n,
-				  "zone %u: %zu-page run bin holds state %u length %u", z->id, n,
-				  pc_pg_state(pg), pg->aux);
-			RUN_CHECK(idx + n <= start + PC_RUN_MAX_PAGES && n < PC_RUN_MAX_PAGES,
-				  "zone %u: free run leaves its chunk", z->id);
-			RUN_CHECK(n == 1 || (pc_pg_state(pg + n - 1) == PC_PG_RUN_END && pg[n - 1].aux == n),
-				  "zone %u: free run of %zu without its end", z->id, n);
-			RUN_CHECK(idx == start || (pc_pg_state(pg - 1) != PC_PG_RUN &&
-						   pc_pg_state(pg - 1) != PC_PG_RUN_END),
-				  "zone %u: free runs not coalesced", z->id);
-			RUN_CHECK(idx + n == start + PC_RUN_MAX_PAGES || pc_pg_state(pg + n) != PC_PG_RUN,
-				  "zone %u: free runs not coalesced", z->id);
-			pages += n;
-			dirty += pg->mem == PC_MEM_DIRTY ? n : 0;
-			(*listed)++;
+		struct pc_run_bin *bin = &z->run_bins[n];
+		RUN_CHECK(!pc_list_empty(&bin->dirty) || !pc_list_empty(&bin->clean),
+			  "zone %u: run bitmap bit %zu wrong", z->id, n);
+		for (int d = 0; d < 2; d++) {
+			struct pc_list *it, *list = d ? &bin->dirty : &bin->clean;
+			pc_list_for_each(it, list) {
+				if (!run_check_one(z, pc_list_entry(it, struct pc_page, list), n, d))
+					return false;
+				pages += n;
+				dirty += d ? n : 0;
+				(*listed)++;
+			}
 		}
 	}
 	RUN_CHECK(pages == z->run_free_pages, "zone %u: run_free_pages %zu, bins %zu", z->id,
