@@ -24,6 +24,12 @@
 #define PC_COLD        __attribute__((cold, noinline))
 #define PC_INLINE      static inline __attribute__((always_inline))
 #define PC_API         __attribute__((visibility("default")))
+/* On the declaration of a variable the fast paths read: the compiler then
+ * addresses it directly instead of through the GOT (-fvisibility=hidden
+ * covers definitions only). */
+#define PC_HIDDEN      __attribute__((visibility("hidden")))
+/* Tell the compiler a fact it cannot see (so it drops a test): x must hold. */
+#define PC_ASSUME(x)   do { if (!(x)) __builtin_unreachable(); } while (0)
 #define PC_UNUSED      __attribute__((unused))
 #define PC_CACHELINE   64
 #define PC_CACHE_ALIGNED __attribute__((aligned(PC_CACHELINE)))

@@ -22,30 +22,68 @@ const uint16_t pc_class_size[] = {
 };
 _Static_assert(sizeof(pc_class_size) / sizeof(pc_class_size[0]) == PC_NR_CLASSES &&
 	       PC_SMALL_MAX == 8192, "size class table and PC_NR_CLASSES disagree");
-uint8_t pc_class_of16[PC_SMALL_MAX / 16 + 1];
-struct pc_cache *pc_class_cache[PC_NR_CLASSES];
+/* (size + 7) / 8 -> class, as constants (so that malloc's fast path never
+ * reads a table that is still being built): class c covers the sizes above
+ * the previous class's, [prev / 8 + 1, size / 8] in eighths. Checked against
+ * pc_class_size by check_class_table at start-up. */
+#define CLASS_RANGE(prev, size, c) [(prev) / 8 + 1 ... (size) / 8] = (c)
+const uint8_t pc_class_of8[PC_SMALL_MAX / 8 + 1] = {
+	[0 ... 1] = 0, CLASS_RANGE(8, 16, 1), CLASS_RANGE(16, 32, 2), CLASS_RANGE(32, 48, 3),
+	CLASS_RANGE(48, 64, 4), CLASS_RANGE(64, 80, 5), CLASS_RANGE(80, 96, 6),
+	CLASS_RANGE(96, 112, 7), CLASS_RANGE(112, 128, 8), CLASS_RANGE(128, 160, 9),
+	CLASS_RANGE(160, 192, 10), CLASS_RANGE(192, 224, 11), CLASS_RANGE(224, 256, 12),
+	CLASS_RANGE(256, 320, 13), CLASS_RANGE(320, 384, 14), CLASS_RANGE(384, 448, 15),
+	CLASS_RANGE(448, 512, 16), CLASS_RANGE(512, 640, 17), CLASS_RANGE(640, 768, 18),
+	CLASS_RANGE(768, 896, 19), CLASS_RANGE(896, 1024, 20), CLASS_RANGE(1024, 1280, 21),
+	CLASS_RANGE(1280, 1536, 22), CLASS_RANGE(1536, 1792, 23), CLASS_RANGE(1792, 2048, 24),
+	CLASS_RANGE(2048, 2560, 25), CLASS_RANGE(2560, 3072, 26), CLASS_RANGE(3072, 3584, 27),
+	CLASS_RANGE(3584, 4096, 28), CLASS_RANGE(4096, 5120, 29), CLASS_RANGE(5120, 6144, 30),
+	CLASS_RANGE(6144, 7168, 31), CLASS_RANGE(7168, 8192, 32),
+};
+#undef CLASS_RANGE
+
+/* Until its class cache exists, every class points here: a cache with no
+ * sheaves and thread-sheaf index 0 (always the empty pc_sheaf_none), so
+ * malloc's fast path fails and its slow path starts the allocator. No
+ * readiness flag is read on the fast path. */
+static struct pc_cache malloc_unready = { .name = "unready" };
+struct pc_cache *_Atomic pc_class_cache[PC_NR_CLASSES] = {
+	[0 ... PC_NR_CLASSES - 1] = &malloc_unready,
+};
+struct pc_cache *_Atomic pc_class_cache_of8[PC_SMALL_MAX / 8 + 1] = {
+	[0 ... PC_SMALL_MAX / 8] = &malloc_unready,
+};
 _Atomic uint32_t pc_malloc_ready; /* pc_once: 2 when ready */
 
-static void build_class_table(void)
+/* The smallest class that holds each size, computed: the table must agree. */
+static void check_class_table(void)
 {
 	unsigned cls = 0;
-	for (size_t i = 0; i <= PC_SMALL_MAX / 16; i++) {
-		while (pc_class_size[cls] < i * 16)
+	for (size_t i = 0; i <= PC_SMALL_MAX / 8; i++) {
+		while (pc_class_size[cls] < i * 8)
 			cls++;
-		pc_class_of16[i] = (uint8_t)cls;
+		if (pc_class_of8[i] != cls)
+			pc_fatal("size class table: %zu bytes -> class %u, not %u",
+				 i * 8, pc_class_of8[i], cls);
 	}
 }
 
 static bool create_caches(void)
 {
 	for (unsigned i = 0; i < PC_NR_CLASSES; i++) {
-		if (pc_class_cache[i])
+		if (pc_load_relaxed(&pc_class_cache[i]) != &malloc_unready)
 			continue; /* made by an earlier, failed start */
 		char name[24];
 		snprintf(name, sizeof(name), "kmalloc-%u", pc_class_size[i]);
-		pc_class_cache[i] = pc_cache_create(name, pc_class_size[i], 0, NULL);
-		if (!pc_class_cache[i])
+		struct pc_cache *s = pc_cache_create(name, pc_class_size[i], 0, NULL);
+		if (!s)
 			return false;
+		/* Release: malloc's fast path may use the cache from now on
+		 * (pairs with its acquire load of the pointer). */
+		pc_store_release(&pc_class_cache[i], s);
+		for (size_t j = 0; j <= PC_SMALL_MAX / 8; j++)
+			if (pc_class_of8[j] == i)
+				pc_store_release(&pc_class_cache_of8[j], s);
 	}
 	return true;
 }
@@ -53,7 +91,7 @@ static bool create_caches(void)
 static bool malloc_init_once(void)
 {
 	int saved = errno;
-	build_class_table();
+	check_class_table();
 	bool ok = pc_page_try_init() && create_caches();
 	errno = ok ? saved : ENOMEM;
 	return ok;

@@ -2,10 +2,12 @@
  * malloc/malloc.c - the prefixed allocation API (pc_malloc, ...), which the
  * C library names in override.c and the C++ operators in new.cc forward to.
  *
- * Fast paths: pc_malloc of a small size is a table lookup and the slab fast
- * path; pc_free of a small object is a region-table lookup, the slab's page
- * descriptor and the slab free fast path. Everything else (start-up, large,
- * huge, errors, out of memory) is in noinline slow paths.
+ * Fast paths (inline in malloc.h, so that malloc/free in override.c are
+ * the whole fast path too): pc_malloc of a small size is a table lookup and
+ * the sheaf pop; pc_free of a small object is a region-table lookup, the
+ * slab's page descriptor, the bad-pointer test and the sheaf push (with its
+ * double-free test). Everything else (start-up, large, huge, errors, out of
+ * memory) is in noinline slow paths, reached by tail calls.
  *
  * Out of memory: an allocation the OS refuses is retried once after the
  * slab caches give back their empty and partial slabs; then NULL + ENOMEM,
@@ -18,8 +20,6 @@
 #include "malloc.h"
 
 #include <errno.h>
-
-#include "../memcheck.h"
 #include <string.h>
 
 /* Give back what the caches hold so the page allocator can reuse it. */
@@ -66,28 +66,14 @@ void *malloc_aligned(size_t align, size_t size)
 	return p;
 }
 
-static PC_NOINLINE void *malloc_slow(size_t size)
+PC_NOINLINE void *malloc_slow(size_t size)
 {
 	return malloc_aligned(8, size);
 }
 
-PC_INLINE void *malloc_inline(size_t size)
-{
-	/* Acquire: the class tables were published with a release. */
-	if (pc_likely(size <= PC_SMALL_MAX && pc_load_acquire(&pc_malloc_ready) == 2)) {
-		void *p = pc_cache_alloc_try(pc_class_cache[pc_size_class(size)]);
-		if (pc_likely(p != NULL))
-			return p;
-	}
-	return malloc_slow(size);
-}
-
 void *pc_malloc(size_t size)
 {
-	pc_vg_enter();
-	void *p = malloc_inline(size);
-	pc_vg_leave();
-	return pc_vg_alloc(p, size, 0);
+	return pc_malloc_inline(size);
 }
 
 static PC_COLD __attribute__((noreturn)) void bad_pointer(const char *func, const void *p)
@@ -126,12 +112,18 @@ static size_t block_usable(enum block_kind kind, const struct pc_page *pg, const
 	return kind == BLOCK_LARGE ? large_usable(pg) : huge_usable(p);
 }
 
-static PC_NOINLINE void free_slow(void *p, enum block_kind kind, struct pc_page *pg)
+/* free of anything that is not the start of a slot of a slab: large and
+ * huge blocks, NULL, and bad pointers (which stop the program). */
+PC_NOINLINE void free_slow(void *p)
 {
 	if (!p)
 		return;
 	int saved = errno;
-	if (kind == BLOCK_LARGE)
+	struct pc_page *pg = NULL;
+	enum block_kind kind = classify(p, &pg);
+	if (kind == BLOCK_SMALL) /* not reached: free's fast test is the same */
+		pc_cache_free_inline(pg->owner, pg, p);
+	else if (kind == BLOCK_LARGE)
 		large_free(pg, p);
 	else if (kind != BLOCK_HUGE || !huge_free(p))
 		bad_pointer("free", p);
@@ -141,15 +133,7 @@ static PC_NOINLINE void free_slow(void *p, enum block_kind kind, struct pc_page 
 
 void pc_free(void *p)
 {
-	pc_vg_enter();
-	pc_vg_free(p); /* before the allocator may hand p out again */
-	struct pc_page *pg = NULL;
-	enum block_kind kind = classify(p, &pg);
-	if (pc_likely(kind == BLOCK_SMALL))
-		pc_cache_free_inline(pg->owner, pg, p);
-	else
-		free_slow(p, kind, pg);
-	pc_vg_leave();
+	pc_free_inline(p);
 }
 
 size_t pc_malloc_usable_size(const void *p)

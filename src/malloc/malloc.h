@@ -32,6 +32,7 @@
 #ifndef PC_MALLOC_H
 #define PC_MALLOC_H
 
+#include "../memcheck.h"
 #include "../slab/slab.h"
 
 #define PC_SMALL_MAX   8192
@@ -45,14 +46,18 @@
 /* Size classes: 8, then steps of 16 up to 128, then four per power of two
  * (worst-case internal waste 20%, see docs/size-classes.md). */
 extern const uint16_t pc_class_size[PC_NR_CLASSES];
-/* (size + 15) / 16 -> class, for sizes 9..PC_SMALL_MAX. */
-extern uint8_t pc_class_of16[PC_SMALL_MAX / 16 + 1];
-extern struct pc_cache *pc_class_cache[PC_NR_CLASSES];
-extern _Atomic uint32_t pc_malloc_ready;
+/* (size + 7) / 8 -> class, for sizes 0..PC_SMALL_MAX (constant). */
+extern const uint8_t pc_class_of8[PC_SMALL_MAX / 8 + 1] PC_HIDDEN;
+/* The cache of each class; before start-up (and while it runs) a stand-in
+ * whose fast paths always fail (init.c), never NULL. */
+extern struct pc_cache *_Atomic pc_class_cache[PC_NR_CLASSES] PC_HIDDEN;
+/* The same by (size + 7) / 8: malloc's fast path, one load from the size. */
+extern struct pc_cache *_Atomic pc_class_cache_of8[PC_SMALL_MAX / 8 + 1] PC_HIDDEN;
+extern _Atomic uint32_t pc_malloc_ready PC_HIDDEN;
 
 PC_INLINE unsigned pc_size_class(size_t size)
 {
-	return size <= 8 ? 0 : pc_class_of16[(size + 15) >> 4];
+	return pc_class_of8[(size + 7) >> 3];
 }
 
 /* Header in the page before a huge block's first byte. */
@@ -98,5 +103,74 @@ bool huge_table_remove(const void *p);
 /* "malloc.c" */
 void *malloc_aligned(size_t align, size_t size);
 void malloc_reclaim(void);
+/* malloc's and free's slow paths (everything but a small block from or to
+ * a sheaf): noinline, reached by a tail call from the fast paths below. */
+void *malloc_slow(size_t size);
+void free_slow(void *p);
+
+/* ---- the fast paths of malloc and free ---------------------------------------- */
+/* Inline here so that pc_malloc/pc_free (malloc.c) and the C library's
+ * malloc/free (override.c) are each the whole fast path, with no jump from
+ * one exported function to the other. */
+
+/*
+ * malloc's fast path: a table by size gives the class's cache, and the
+ * sheaf fast path of that cache an object. Before start-up the class's cache is a
+ * stand-in whose sheaf is always empty (init.c), so the first call goes to
+ * the slow path, which starts the allocator: no readiness test here.
+ */
+PC_INLINE void *malloc_fast(size_t size)
+{
+	if (pc_likely(size <= PC_SMALL_MAX)) {
+		/* Acquire: pairs with the release that published the cache. */
+		struct pc_cache *s = pc_load_acquire(&pc_class_cache_of8[(size + 7) >> 3]);
+		void *p = pc_cache_alloc_try(s);
+		if (pc_likely(p != NULL))
+			return p;
+	}
+	return malloc_slow(size);
+}
+
+PC_INLINE void *pc_malloc_inline(size_t size)
+{
+	pc_vg_enter();
+	void *p = malloc_fast(size);
+	pc_vg_leave();
+	return pc_vg_alloc(p, size, 0);
+}
+
+/* free's test for a small block: the slab of p when p is the start of a
+ * slot of a slab, else NULL (classify() in malloc.c says why the start).
+ * The head page first (its state test is the slab test), then the detour
+ * through a tail page's head. */
+PC_INLINE struct pc_page *small_slab(const void *p)
+{
+	struct pc_page *pg = pc_page_of(p);
+	if (pc_unlikely(!pg))
+		return NULL;
+	if (pc_unlikely(pc_pg_state(pg) != PC_PG_SLAB)) {
+		if (pc_pg_state(pg) != PC_PG_TAIL)
+			return NULL;
+		pg = pg->head;
+		if (pc_pg_state(pg) != PC_PG_SLAB)
+			return NULL;
+	}
+	return pc_likely(pc_slab_is_slot(pg->owner, pg, p)) ? pg : NULL;
+}
+
+/* free's fast path: a slab object goes onto the sheaf (its checks: the
+ * bad-pointer test above, the double-free test of the sheaf push);
+ * everything else is a tail call to free_slow, so no register is saved. */
+PC_INLINE void pc_free_inline(void *p)
+{
+	pc_vg_enter();
+	pc_vg_free(p); /* before the allocator may hand p out again */
+	struct pc_page *slab = small_slab(p);
+	if (pc_likely(slab != NULL))
+		pc_cache_free_inline(slab->owner, slab, p);
+	else
+		free_slow(p);
+	pc_vg_leave();
+}
 
 #endif /* PC_MALLOC_H */

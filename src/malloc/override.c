@@ -6,7 +6,8 @@
  * malloc_stats, malloc_info, cfree, and the __libc_* aliases some programs
  * call directly.
  *
- * Each forwards to the prefixed API with a direct jump (the library is
+ * malloc and free expand the inline fast paths of malloc.h themselves; the
+ * others forward to the prefixed API with a direct jump (the library is
  * built with -fno-semantic-interposition, so no PLT in between).
  */
 #include "malloc.h"
@@ -18,8 +19,9 @@
 
 #define PC_ALIAS(name) __attribute__((alias(#name), visibility("default")))
 
-PC_API void *malloc(size_t size) { return pc_malloc(size); }
-PC_API void free(void *p) { pc_free(p); }
+/* The whole fast path in each (malloc.h), not a jump to pc_malloc/pc_free. */
+PC_API void *malloc(size_t size) { return pc_malloc_inline(size); }
+PC_API void free(void *p) { pc_free_inline(p); }
 PC_API void *calloc(size_t n, size_t size) { return pc_calloc(n, size); }
 PC_API void *realloc(void *p, size_t size) { return pc_realloc(p, size); }
 PC_API void *reallocarray(void *p, size_t n, size_t size) { return pc_reallocarray(p, n, size); }

@@ -104,7 +104,7 @@ PC_INLINE unsigned os_cpu_current(void)
 	return os_cpu_current_slow();
 }
 
-/* ---- per-CPU stacks on rseq ("rseq.c", "rseq_x86_64.S") ------------------ */
+/* ---- per-CPU stacks on rseq ("rseq.c", "rseq_x86_64.h") ------------------ */
 /*
  * Restartable sequences on glibc's rseq registration, for per-CPU arrays of
  * pointers that any thread may push to and pop from without a lock or an
@@ -132,34 +132,35 @@ PC_INLINE unsigned os_cpu_current(void)
  *     aborted or has committed, and the old stack is the caller's alone.
  * Callers serialise pointer changes of one slot among themselves (a lock).
  */
-#define OS_RSEQ_SLOT_SHIFT 6
 struct os_rseq_stack {
+	uint32_t capacity; /* objects[] has room for this many (first: see push) */
 	uint32_t count;    /* objects[0 .. count) hold pointers */
-	uint32_t capacity; /* objects[] has room for this many */
 	void *link;        /* the owner's (lists of stacks); unused here */
 	void *objects[];
 };
 bool os_rseq_setup(void);
-/* The top of the current CPU's stack, popped; NULL if empty or this thread
- * has no rseq registration. */
-void *os_rseq_pop(void *base);
-/* Push obj onto the current CPU's stack: 1 if pushed; 0 if full or not
- * registered; -1 if obj already is one of the stack's two topmost objects
- * (then nothing is pushed: the caller's double-free check). Checked even
- * when the stack is full. Contract: obj is never NULL and never a value the
- * stack's link word can hold (NULL or another stack), since the comparison
- * with objects[count - 2] reads the link word when count == 1. */
-int os_rseq_push(void *base, void *obj);
-/* On CPU cpu only: if slot cpu holds old_stack, store new_stack; true if
- * stored, false if the caller runs elsewhere or the slot changed. */
-bool os_rseq_slot_cas(void *base, unsigned cpu, void *old_stack, void *new_stack);
+/* The sequences, inline (rseq_x86_64.h, OS_RSEQ_SLOT_SHIFT there):
+ *   void *os_rseq_pop(void *base): the top of the current CPU's stack,
+ *     popped; NULL if empty or this thread has no rseq registration.
+ *   int os_rseq_push(void *base, void *obj): push obj onto the current
+ *     CPU's stack: 1 if pushed; 0 if full or not registered; -1 if obj
+ *     already is one of the stack's two topmost objects (then nothing is
+ *     pushed: the caller's double-free check). Checked even when the stack
+ *     is full. Contract: obj is never NULL, never a value the stack's
+ *     link word can hold (NULL or another stack) and never equal to the
+ *     stack's capacity (true of any object: capacities here are <= 512 and
+ *     no mapping lies that low), since with count < 2 the comparisons read
+ *     the link word and the word of capacity and count, which is then the
+ *     capacity alone (capacity comes first for this reason).
+ *   bool os_rseq_slot_cas(void *base, unsigned cpu, void *old, void *new):
+ *     on CPU cpu only: if slot cpu holds old, store new; true if stored,
+ *     false if the caller runs elsewhere or the slot changed. */
+#include "rseq_x86_64.h"
 /* membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ): abort or wait out every
  * running rseq critical section of the process (a full barrier on each CPU
  * that runs one of its threads). Fatal if it fails after a successful
  * os_rseq_setup (the kernel promised it). */
 void os_rseq_fence(void);
-/* The offset of struct rseq from the thread pointer, for the assembly. */
-extern ptrdiff_t os_rseq_offset;
 
 /* ---- futex ----------------------------------------------------------------- */
 /* Sleep while *word == expected (private futex). Spurious wake-ups happen. */

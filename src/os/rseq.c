@@ -1,10 +1,10 @@
 /*
  * os/rseq.c - setting up the per-CPU stacks on rseq (os.h): checks glibc's
  * registration and registers the process for the expedited rseq membarrier.
- * The critical sections themselves are in rseq_x86_64.S.
+ * The critical sections themselves are inline, in rseq_x86_64.h.
  *
  * Owns: os_rseq_offset, written once by os_rseq_setup (its callers run it
- * inside a pc_once, which publishes it) and read by the assembly.
+ * inside a pc_once, which publishes it) and read by the sequences.
  */
 #define _GNU_SOURCE
 #include "os.h"

@@ -248,7 +248,13 @@ static void cache_init_parts(struct pc_cache *s)
 	}
 	uintptr_t slots = pc_align_up((uintptr_t)&barns[pc_node_count()], 1 << OS_RSEQ_SLOT_SHIFT);
 	s->slots = s->internal ? NULL : (struct pc_sheaf_slot *)slots;
+	/* The same for every cache (each starts a page-aligned mapping, and the
+	 * CPU and node counts are fixed): every creator stores the same value,
+	 * before the cache is published. */
+	pc_store_relaxed(&pc_sheaf_slots_offset, (size_t)(slots - (uintptr_t)s));
 }
+
+_Atomic size_t pc_sheaf_slots_offset;
 
 static struct pc_cache *cache_create(const char *name, size_t size, size_t align,
 				     void (*ctor)(void *), bool internal)

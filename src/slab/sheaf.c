@@ -402,16 +402,6 @@ void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	sheaf_leave();
 }
 
-void sheaf_free_rseq(struct pc_cache *s, struct pc_page *slab, void *obj)
-{
-	int pushed = os_rseq_push(s->slots, obj);
-	if (pc_likely(pushed > 0))
-		return;
-	if (pc_unlikely(pushed < 0)) /* obj is on the sheaf's top already */
-		pc_slab_double_free(s, obj);
-	sheaf_free_slow(s, slab, obj);
-}
-
 void pc_slab_double_free(const struct pc_cache *s, const void *obj)
 {
 	pc_fatal("free(%p): double free detected (cache %s)", obj, s->name);

@@ -211,8 +211,8 @@ struct pc_cache_node {
  * struct os_rseq_stack. Invariant: count <= capacity; objects[0..count)
  * are distinct free objects that are on no slab freelist. */
 struct pc_sheaf {
-	uint32_t count;
 	uint32_t capacity;
+	uint32_t count;
 	struct pc_sheaf *next; /* on a barn list, or a private chain */
 	void *objects[];
 };
@@ -222,14 +222,16 @@ _Static_assert(offsetof(struct pc_sheaf, objects) == offsetof(struct os_rseq_sta
 	       "struct pc_sheaf is an os_rseq_stack");
 #define PC_SHEAF_MAX 512 /* largest capacity (slub.sheaf_capacity) */
 /* The free fast paths compare the object with objects[count - 1] and
- * objects[count - 2] (the double-free check, see "Double frees"); when
- * count == 1 the latter is the next field, which holds NULL or a sheaf (an
- * object of an internal cache, never of a cache with sheaves). */
+ * objects[count - 2] (the double-free check, see "Double frees") with no
+ * test of count: when count < 2 they read the next field, which holds NULL
+ * or a sheaf (an object of an internal cache, never of a cache with
+ * sheaves), and the word of capacity and count, which is then the capacity
+ * (<= PC_SHEAF_MAX, never an object's address). */
 _Static_assert(offsetof(struct pc_sheaf, next) + sizeof(void *) == offsetof(struct pc_sheaf, objects),
 	       "next is the word before objects[]");
 /* Count 0, capacity 0: every push and pop fails. `none` stands for "no
  * sheaf". */
-extern struct pc_sheaf pc_sheaf_none;
+extern struct pc_sheaf pc_sheaf_none PC_HIDDEN;
 
 /* Per cache and CPU in rseq mode: one 64-byte slot, indexed by the
  * assembly (the main pointer first). */
@@ -239,6 +241,14 @@ struct pc_sheaf_slot {
 	struct pc_spin lock;
 } __attribute__((aligned(1 << OS_RSEQ_SLOT_SHIFT)));
 _Static_assert(sizeof(struct pc_sheaf_slot) == 1 << OS_RSEQ_SLOT_SHIFT, "slot size");
+
+/* s->slots - s, the same for every cache (cache.c): the fast paths compute
+ * the slots' address from s and this, in parallel with the load of
+ * s->slots that tells them the mode, not after it (one load less between
+ * an object and its sheaf on free's fast path). */
+extern _Atomic size_t pc_sheaf_slots_offset PC_HIDDEN;
+#define PC_SHEAF_SLOTS(s) \
+	((void *)((char *)(s) + pc_load_relaxed(&pc_sheaf_slots_offset)))
 
 /* Per cache and node: sheaves not on any CPU. */
 struct pc_barn {
@@ -440,6 +450,7 @@ PC_INLINE struct pc_page *pc_slab_of(const void *p)
 	return pc_pg_state(pg) == PC_PG_SLAB ? pg : NULL;
 }
 
+_Static_assert((PC_PAGE_SIZE << PC_MAX_ORDER) - 1 <= UINT32_MAX, "a slab's mask fits aux");
 /*
  * The number of the slot that starts at p, or a number >= the slab's object
  * count when p starts none of its slots (it points inside one, or into the
@@ -454,8 +465,9 @@ PC_INLINE struct pc_page *pc_slab_of(const void *p)
 PC_INLINE uint64_t pc_slab_slot_index(const struct pc_cache *s, const struct pc_page *slab,
 				      const void *p)
 {
-	uintptr_t bytes = PC_PAGE_SIZE << pc_pg_order(slab);
-	uint64_t x = (uint64_t)((uintptr_t)p & (bytes - 1)) * s->slot_inverse;
+	/* aux of a slab's head page: its size in bytes - 1 (new_slab), the
+	 * mask of p's offset, in one load. */
+	uint64_t x = (uint64_t)((uintptr_t)p & slab->aux) * s->slot_inverse;
 	unsigned r = s->slot_shift;
 	return (x >> r) | (x << ((64 - r) & 63));
 }
@@ -471,6 +483,10 @@ PC_INLINE bool pc_slab_is_slot(const struct pc_cache *s, struct pc_page *slab, c
  * ("Double frees" above). */
 PC_COLD __attribute__((noreturn)) void pc_slab_double_free(const struct pc_cache *s,
 							    const void *obj);
+/* "slab_free.c": pc_slab_double_free behind a call that the compiler may
+ * make a tail call (it never makes one of a noreturn call), so that a fast
+ * path whose other exits are tail calls needs no stack frame. Never returns. */
+PC_COLD void slab_double_free_report(const struct pc_cache *s, const void *obj);
 /* "slab_alloc.c" */
 void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c);
 /* "slab_free.c" */
@@ -553,9 +569,6 @@ PC_INLINE void slab_free_fast(struct pc_cache *s, struct pc_page *slab, void *ob
 /* "sheaf.c": the sheaf slow paths (any mode; see "Sheaves" above). */
 void *sheaf_alloc_slow(struct pc_cache *s);
 void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
-/* rseq mode's free: os_rseq_push, else (full) sheaf_free_slow, or (obj on
- * the sheaf's top) pc_slab_double_free. */
-void sheaf_free_rseq(struct pc_cache *s, struct pc_page *slab, void *obj);
 
 /*
  * Thread mode's pop. The busy flag is set before anything of the sheaf is
@@ -575,11 +588,11 @@ PC_INLINE void *thread_sheaf_pop(const struct pc_cache *s)
 	pc_thread_sheaf_busy = 1;
 	atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
 	struct pc_sheaf *sh = pc_thread_sheaves[s->tindex];
-	uint32_t n = sh->count;
+	uintptr_t n = sh->count; /* word-sized: indexes with no extension */
 	void *obj = NULL;
 	if (pc_likely(n != 0)) {
 		obj = sh->objects[n - 1];
-		sh->count = n - 1;
+		sh->count = (uint32_t)n - 1;
 	}
 	atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
 	pc_thread_sheaf_busy = 0;
@@ -593,8 +606,7 @@ PC_INLINE void *thread_sheaf_pop(const struct pc_cache *s)
  */
 PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
 {
-	struct pc_sheaf_slot *slots = s->slots;
-	void *obj = pc_likely(slots != NULL) ? os_rseq_pop(slots) : thread_sheaf_pop(s);
+	void *obj = pc_likely(s->slots != NULL) ? os_rseq_pop(PC_SHEAF_SLOTS(s)) : thread_sheaf_pop(s);
 	if (pc_likely(obj != NULL))
 		return obj;
 	return sheaf_alloc_slow(s);
@@ -609,48 +621,61 @@ PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
 PC_INLINE void *pc_cache_alloc_try(struct pc_cache *s)
 {
 	if (pc_likely(s->slots != NULL))
-		return os_rseq_pop(s->slots);
+		return os_rseq_pop(PC_SHEAF_SLOTS(s));
 	return thread_sheaf_pop(s);
 }
 
-/* Whether obj is one of the two topmost objects of sh, which holds n
- * (the double-free check; with n == 1 the second read is sh->next). */
-PC_INLINE bool sheaf_top_holds(const struct pc_sheaf *sh, uint32_t n, const void *obj)
+/* The word n of sh, from its start: objects[n - 2] (objects[] is word 2),
+ * so that with a sheaf holding n objects, word n + 1 is the top, word n the
+ * one below and word n + 2 the first free slot, each one instruction from
+ * the pointer this returns. */
+PC_INLINE void **sheaf_word(struct pc_sheaf *sh, uintptr_t n)
 {
-	const void *const *top = (const void *const *)sh->objects + n;
-	return n != 0 && (top[-1] == obj || top[-2] == obj);
+	return (void **)(void *)sh + n;
 }
+_Static_assert(offsetof(struct pc_sheaf, objects) == 2 * sizeof(void *), "objects[] is word 2");
 
 /*
  * Free fast path. Preconditions: obj is an object of s, in slab `slab`.
  * Exits: obj pushed onto the current CPU's (rseq) or thread's main sheaf,
  * whatever slab it is in, or sheaf_free_slow() when that is full, or
- * pc_slab_double_free() when obj is on that sheaf's top already.
+ * slab_double_free_report() when obj is on that sheaf's top already. Every
+ * exit but the push is a tail call: the caller needs no stack frame.
  */
 PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
 	if (pc_likely(s->slots != NULL)) {
-		sheaf_free_rseq(s, slab, obj); /* a tail call: the caller keeps no frame */
-		return;
-	}
-	/* Thread mode's push, under the busy flag as thread_sheaf_pop. */
-	if (pc_likely(!pc_thread_sheaf_busy)) {
+		int pushed = os_rseq_push(PC_SHEAF_SLOTS(s), obj); /* inline: branches, no call */
+		if (pc_likely(pushed > 0))
+			return;
+		if (pc_unlikely(pushed < 0)) { /* obj is on the sheaf's top already */
+			slab_double_free_report(s, obj);
+			return;
+		}
+	} else if (pc_likely(!pc_thread_sheaf_busy)) {
+		/* Thread mode's push, under the busy flag as thread_sheaf_pop. */
 		pc_thread_sheaf_busy = 1;
 		atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
 		struct pc_sheaf *sh = pc_thread_sheaves[s->tindex];
-		uint32_t n = sh->count;
-		bool twice = sheaf_top_holds(sh, n, obj);
+		uintptr_t n = sh->count; /* word-sized: indexes with no extension */
+		void **w = sheaf_word(sh, n);
+		/* The double-free check: obj is objects[n - 1] or objects[n - 2]
+		 * (with n < 2 the words before objects[]: the next link, NULL or
+		 * a sheaf, and the capacity, a small number, never an object). */
+		bool twice = w[1] == obj || w[0] == obj;
 		bool pushed = !twice && n < sh->capacity;
 		if (pc_likely(pushed)) {
-			sh->objects[n] = obj;
-			sh->count = n + 1;
+			w[2] = obj; /* objects[n] */
+			sh->count = (uint32_t)n + 1;
 		}
 		atomic_signal_fence(memory_order_seq_cst); /* the push before not busy */
 		pc_thread_sheaf_busy = 0;
-		if (pc_unlikely(twice))
-			pc_slab_double_free(s, obj);
 		if (pc_likely(pushed))
 			return;
+		if (pc_unlikely(twice)) {
+			slab_double_free_report(s, obj);
+			return;
+		}
 	}
 	sheaf_free_slow(s, slab, obj);
 }

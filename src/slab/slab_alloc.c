@@ -129,7 +129,8 @@ static struct pc_page *new_slab(struct pc_cache *s, unsigned node, void **chain)
 	if (!mem)
 		return NULL;
 	struct pc_page *slab = pc_page_of_owned(mem);
-	pc_pg_set_state(slab, PC_PG_SLAB);
+	slab->aux = (uint32_t)((PC_PAGE_SIZE << order) - 1); /* pc_slab_slot_index's mask */
+	pc_pg_set_state(slab, PC_PG_SLAB); /* release: after aux */
 	pc_pg_set_order(slab, order);
 	slab->owner = s;
 	slab->flags = 0;

@@ -59,6 +59,11 @@ static void settle_slab_unlock(struct pc_cache *s, struct pc_cache_node *n,
 	pc_lock_release(&n->list_lock);
 }
 
+void slab_double_free_report(const struct pc_cache *s, const void *obj)
+{
+	pc_slab_double_free(s, obj);
+}
+
 void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
 	struct pc_dword *w = slab_word(slab);

@@ -1,0 +1,179 @@
+/*
+ * os/rseq_x86_64.h - the restartable sequences behind the per-CPU sheaves
+ * (declared in os.h, "per-CPU stacks on rseq"; the design is in slab.h), as
+ * inline assembly, so that malloc and free run them without a call.
+ *
+ * Each function is one rseq critical section on glibc's registration of the
+ * calling thread (struct rseq at %fs:os_rseq_offset; we never register and
+ * never write a field the kernel owns; we write only rseq_cs, which is ours
+ * to arm). The kernel moves the thread to the section's abort handler if it
+ * is preempted, migrated or gets a signal between the start label and the
+ * end of the commit instruction; the abort handler jumps back to the arming
+ * store and starts over, because the kernel clears rseq_cs when it aborts.
+ *
+ * The per-CPU slots: slot i is 64 bytes at base + (i << 6); its first word
+ * points to a stack { u32 capacity; u32 count; u64 link; void *objects[] }.
+ * A section reads the CPU number (rseq cpu_id: negative when this thread is
+ * not registered, which fails the call), the slot's stack, and commits with
+ * exactly one store, its last instruction. Every jump inside a section goes
+ * forward to a label of the same section or out of it for good (a failure
+ * exit that commits nothing): code outside [start, end) is never run between
+ * a section's reads and its commit, where a preemption would go unseen.
+ *
+ * Each inlined copy of a sequence has labels of its own (%= numbers the asm
+ * statement), its own struct rseq_cs descriptor (section __rseq_cs, which
+ * glibc and the kernel do not read: only the pointer we arm matters) and its
+ * own abort handler, placed out of line in section __rseq_failure after the
+ * RSEQ_SIG word the kernel checks, so the fast path jumps over nothing.
+ * Failure exits are asm goto labels: the compiler branches straight to the
+ * caller's slow path, with no status value to test.
+ *
+ * tests/unit/os/rseq.c forces each abort path deterministically (a fault
+ * inside the section: the kernel aborts it before delivering SIGSEGV).
+ */
+#ifndef PC_OS_RSEQ_X86_64_H
+#define PC_OS_RSEQ_X86_64_H
+
+#include "../internal.h"
+
+#include <stddef.h>
+
+/* The offset of struct rseq from the thread pointer (rseq.c; set once by
+ * os_rseq_setup before any sequence runs). */
+extern ptrdiff_t os_rseq_offset PC_HIDDEN;
+
+#define OS_RSEQ_SLOT_SHIFT 6
+#define OS_RSEQ_STR_(x) #x
+#define OS_RSEQ_STR(x) OS_RSEQ_STR_(x)
+#define OS_RSEQ_SIG 0x53053053 /* glibc's signature on x86 */
+
+/* struct rseq_cs { u32 version, flags; u64 start_ip, post_commit_offset,
+ * abort_ip } for the section [.Lstart%=, .Lend%=), and its abort handler:
+ * the signature word, then a jump back to .Larm%= (re-arm and retry). */
+#define OS_RSEQ_SECTION_TAIL                                                    \
+	".pushsection __rseq_cs, \"aw\"\n\t"                                    \
+	".balign 32\n"                                                          \
+	".Lcs%=:\n\t"                                                           \
+	".long 0, 0\n\t"                                                        \
+	".quad .Lstart%=, .Lend%= - .Lstart%=, .Labort%=\n\t"                   \
+	".popsection\n\t"                                                       \
+	".pushsection __rseq_failure, \"ax\"\n\t"                               \
+	".long " OS_RSEQ_STR(OS_RSEQ_SIG) "\n" /* the kernel checks it */       \
+	".Labort%=:\n\t"                                                        \
+	"jmp .Larm%=\n\t" /* aborted: arm again and retry */                    \
+	".popsection\n\t"
+
+/* Pop from the current CPU's stack: the object, or NULL when the stack is
+ * empty or the thread has no rseq registration. */
+static inline __attribute__((always_inline)) void *os_rseq_pop(void *base)
+{
+	void *obj;
+	uintptr_t cpu, stack, n;
+	__asm__ volatile goto(
+		".Larm%=:\n\t"
+		"leaq .Lcs%=(%%rip), %[cpu]\n\t"        /* our descriptor */
+		"movq %[cpu], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &descriptor */
+		".Lstart%=:\n\t"
+		"movslq %%fs:4(%[off]), %[cpu]\n\t"     /* cpu = rseq->cpu_id (sign-extended) */
+		"testq %[cpu], %[cpu]\n\t"              /* negative: not registered */
+		"js %l[fail]\n\t"
+		"shlq $6, %[cpu]\n\t"                   /* byte offset of this CPU's slot */
+		"movq (%[base],%[cpu]), %[stack]\n\t"   /* stack = the slot's stack */
+		"movl 4(%[stack]), %k[n]\n\t"           /* n = count (zero-extended) */
+		"testl %k[n], %k[n]\n\t"                /* empty: leave, slow path */
+		"jz %l[fail]\n\t"
+		"movq 8(%[stack],%[n],8), %[obj]\n\t"   /* obj = objects[n - 1] (objects at 16) */
+		"subl $1, %k[n]\n\t"                    /* n - 1 */
+		"movl %k[n], 4(%[stack])\n"             /* commit: count = n - 1 */
+		".Lend%=:\n\t"
+		OS_RSEQ_SECTION_TAIL
+		: [obj] "=&r"(obj), [cpu] "=&r"(cpu), [stack] "=&r"(stack), [n] "=&r"(n)
+		: [base] "r"(base), [off] "r"(os_rseq_offset)
+		: "memory", "cc"
+		: fail);
+	PC_ASSUME(obj != NULL); /* stacks never hold NULL (push's contract) */
+	return obj;
+fail:
+	return NULL;
+}
+
+/* Push obj onto the current CPU's stack: 1 if pushed; 0 if full or not
+ * registered; -1 if obj already is one of the stack's two topmost objects
+ * (then nothing is pushed). The comparison runs before the capacity test, so
+ * a full stack is checked too, and an empty one needs no test: with
+ * count < 2 the comparisons read the words before objects[], the link (NULL
+ * or another stack, never an object: the caller's contract, os.h) and the
+ * capacity word (capacity, count 0: a small number, never an object). */
+static inline __attribute__((always_inline)) int os_rseq_push(void *base, void *obj)
+{
+	uintptr_t cpu, stack, n;
+	__asm__ volatile goto(
+		".Larm%=:\n\t"
+		"leaq .Lcs%=(%%rip), %[cpu]\n\t"        /* our descriptor */
+		"movq %[cpu], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &descriptor */
+		".Lstart%=:\n\t"
+		"movslq %%fs:4(%[off]), %[cpu]\n\t"     /* cpu = rseq->cpu_id */
+		"testq %[cpu], %[cpu]\n\t"              /* negative: not registered */
+		"js %l[full]\n\t"
+		"shlq $6, %[cpu]\n\t"                   /* byte offset of this CPU's slot */
+		"movq (%[base],%[cpu]), %[stack]\n\t"   /* stack = the slot's stack */
+		"movl 4(%[stack]), %k[n]\n\t"           /* n = count */
+		"cmpq %[obj], 8(%[stack],%[n],8)\n\t"   /* obj == objects[n - 1] (link if n == 0)? */
+		"je %l[twice]\n\t"
+		"cmpq %[obj], (%[stack],%[n],8)\n\t"    /* obj == objects[n - 2] (link if n == 1,
+							   capacity word if n == 0)? */
+		"je %l[twice]\n\t"
+		"cmpl (%[stack]), %k[n]\n\t"            /* n >= capacity: full, slow path */
+		"jae %l[full]\n\t"
+		"movq %[obj], 16(%[stack],%[n],8)\n\t"  /* objects[n] = obj (above the top:
+							   harmless if we abort now) */
+		"addl $1, %k[n]\n\t"                    /* n + 1 */
+		"movl %k[n], 4(%[stack])\n"             /* commit: count = n + 1 */
+		".Lend%=:\n\t"
+		OS_RSEQ_SECTION_TAIL
+		: [cpu] "=&r"(cpu), [stack] "=&r"(stack), [n] "=&r"(n)
+		: [base] "r"(base), [obj] "r"(obj), [off] "r"(os_rseq_offset)
+		: "memory", "cc"
+		: full, twice);
+	return 1;
+full:
+	return 0;
+twice:
+	/* Left without a commit, so what we read was one consistent state of
+	 * this CPU's stack: obj was in it, free, at that instant. */
+	return -1;
+}
+
+/* On CPU cpu only: if slot cpu holds old_stack, store new_stack; true if
+ * stored, false if the caller runs elsewhere or the slot changed. Run on
+ * that CPU, the store aborts every section of that CPU that read old_stack
+ * and has not committed yet. */
+static inline __attribute__((always_inline)) bool os_rseq_slot_cas(void *base, unsigned cpu,
+								   void *old_stack, void *new_stack)
+{
+	uintptr_t tmp;
+	void **slot = (void **)((char *)base + ((uintptr_t)cpu << OS_RSEQ_SLOT_SHIFT));
+	__asm__ volatile goto(
+		".Larm%=:\n\t"
+		"leaq .Lcs%=(%%rip), %[tmp]\n\t"        /* our descriptor */
+		"movq %[tmp], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &descriptor */
+		".Lstart%=:\n\t"
+		"movl %%fs:4(%[off]), %k[tmp]\n\t"      /* the CPU we run on (or negative) */
+		"cmpl %[cpu], %k[tmp]\n\t"              /* not cpu: fail */
+		"jne %l[fail]\n\t"
+		"cmpq %[old], (%[slot])\n\t"            /* the slot no longer holds old: fail */
+		"jne %l[fail]\n\t"
+		"movq %[new], (%[slot])\n"              /* commit: slot = new */
+		".Lend%=:\n\t"
+		OS_RSEQ_SECTION_TAIL
+		: [tmp] "=&r"(tmp)
+		: [slot] "r"(slot), [cpu] "r"(cpu), [old] "r"(old_stack), [new] "r"(new_stack),
+		  [off] "r"(os_rseq_offset)
+		: "memory", "cc"
+		: fail);
+	return true;
+fail:
+	return false;
+}
+
+#endif /* PC_OS_RSEQ_X86_64_H */

@@ -1,0 +1,187 @@
+/*
+ * tests/unit/os/rseq.c - the inline restartable sequences (os/rseq_x86_64.h):
+ * what push, pop and slot_cas return, and each one's abort path, forced
+ * deterministically: the memory a section reads is made inaccessible, so the
+ * section faults between its start and its commit. The kernel then aborts
+ * the section before it delivers SIGSEGV (the handler's saved instruction
+ * pointer is the abort handler, right after the RSEQ_SIG word); the handler
+ * makes the memory accessible again and returns to the abort handler, which
+ * must re-arm and run the section again to completion.
+ *
+ * Skipped (reported, passing) where glibc registered no rseq area
+ * (valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0) and in sanitizer builds,
+ * whose runtimes handle SIGSEGV themselves.
+ */
+#define _GNU_SOURCE
+#include "os/os.h"
+#include "test.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define CAP 4
+
+static char *page;             /* the slots or the stack (whole pages) */
+static size_t page_size;
+static volatile sig_atomic_t faults, at_abort;
+
+/* A stack at the start of `mem`, with room for CAP objects. */
+static struct os_rseq_stack *stack_at(void *mem)
+{
+	struct os_rseq_stack *st = mem;
+	st->count = 0;
+	st->capacity = CAP;
+	st->link = NULL;
+	return st;
+}
+
+static void on_segv(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	const ucontext_t *uc = ctx;
+	const unsigned char *ip = (const unsigned char *)uc->uc_mcontext.gregs[REG_RIP];
+	uint32_t word;
+	memcpy(&word, ip - 4, sizeof(word));
+	if ((char *)si->si_addr >= page && (char *)si->si_addr < page + page_size) {
+		faults++;
+		if (word == OS_RSEQ_SIG)
+			at_abort++; /* the kernel moved us to an abort handler */
+		mprotect(page, page_size, PROT_READ | PROT_WRITE);
+		return;
+	}
+	signal(SIGSEGV, SIG_DFL); /* a real crash */
+}
+
+static void *slots_new(void)
+{
+	size_t bytes = (size_t)os_cpu_count() << OS_RSEQ_SLOT_SHIFT;
+	void *slots = NULL;
+	REQUIRE(posix_memalign(&slots, 64, bytes) == 0);
+	memset(slots, 0, bytes);
+	return slots;
+}
+
+static void slots_point_to(void *slots, void *stack)
+{
+	for (unsigned c = 0; c < os_cpu_count(); c++)
+		*(void **)((char *)slots + ((size_t)c << OS_RSEQ_SLOT_SHIFT)) = stack;
+}
+
+static void arm_fault(void)
+{
+	faults = at_abort = 0;
+	REQUIRE(mprotect(page, page_size, PROT_NONE) == 0);
+}
+
+TEST(push_pop_results)
+{
+	void *slots = slots_new();
+	struct os_rseq_stack *st = stack_at(page);
+	slots_point_to(slots, st);
+	int a, b, c, d, e;
+	CHECK(os_rseq_pop(slots) == NULL);            /* empty */
+	CHECK_EQ(os_rseq_push(slots, &a), 1);
+	CHECK_EQ(os_rseq_push(slots, &a), -1);        /* on top: double free */
+	CHECK_EQ(os_rseq_push(slots, &b), 1);
+	CHECK_EQ(os_rseq_push(slots, &a), -1);        /* second from the top */
+	CHECK_EQ(os_rseq_push(slots, &c), 1);
+	CHECK_EQ(os_rseq_push(slots, &d), 1);
+	CHECK_EQ(os_rseq_push(slots, &e), 0);         /* full */
+	CHECK_EQ(os_rseq_push(slots, &d), -1);        /* checked when full too */
+	CHECK_EQ(st->count, CAP);
+	CHECK(os_rseq_pop(slots) == &d);
+	CHECK(os_rseq_pop(slots) == &c);
+	CHECK(os_rseq_pop(slots) == &b);
+	CHECK(os_rseq_pop(slots) == &a);
+	CHECK(os_rseq_pop(slots) == NULL);
+	CHECK_EQ(st->count, 0);
+	free(slots);
+}
+
+TEST(pop_abort_retries)
+{
+	void *slots = slots_new();
+	struct os_rseq_stack *st = stack_at(page);
+	slots_point_to(slots, st);
+	int a, b;
+	CHECK_EQ(os_rseq_push(slots, &a), 1);
+	CHECK_EQ(os_rseq_push(slots, &b), 1);
+	arm_fault(); /* the section faults reading count */
+	void *got = os_rseq_pop(slots);
+	CHECK_EQ(faults, 1);
+	CHECK_EQ(at_abort, 1);
+	CHECK(got == &b);
+	CHECK_EQ(st->count, 1);
+	free(slots);
+}
+
+TEST(push_abort_retries)
+{
+	void *slots = slots_new();
+	struct os_rseq_stack *st = stack_at(page);
+	slots_point_to(slots, st);
+	int a, b;
+	CHECK_EQ(os_rseq_push(slots, &a), 1);
+	arm_fault();
+	CHECK_EQ(os_rseq_push(slots, &b), 1);
+	CHECK_EQ(faults, 1);
+	CHECK_EQ(at_abort, 1);
+	CHECK_EQ(st->count, 2);
+	CHECK(st->objects[1] == &b);
+	arm_fault(); /* the double-free exit after an abort */
+	CHECK_EQ(os_rseq_push(slots, &b), -1);
+	CHECK_EQ(at_abort, 1);
+	CHECK_EQ(st->count, 2);
+	free(slots);
+}
+
+TEST(slot_cas_abort_retries)
+{
+	/* The slots themselves on the page: the section faults reading the slot. */
+	struct os_rseq_stack one, two;
+	slots_point_to(page, &one);
+	unsigned cpu = (unsigned)os_rseq_cpu_id();
+	arm_fault();
+	/* Between reading cpu and the call we may migrate: then it fails
+	 * without reading the slot; retry until it ran on its CPU. */
+	bool stored = false;
+	for (int i = 0; i < 1000 && !stored; i++) {
+		stored = os_rseq_slot_cas(page, cpu, &one, &two);
+		if (!stored)
+			cpu = (unsigned)os_rseq_cpu_id();
+	}
+	CHECK(stored);
+	CHECK_EQ(faults, 1);
+	CHECK_EQ(at_abort, 1);
+	CHECK(*(void **)(page + ((size_t)cpu << OS_RSEQ_SLOT_SHIFT)) == &two);
+	CHECK(!os_rseq_slot_cas(page, cpu, &one, &two)); /* no longer holds old */
+}
+
+int main(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	printf("skipped: sanitizer build\n");
+	return 0;
+#endif
+	os_init();
+	if (!os_rseq_setup()) {
+		printf("skipped: no rseq registration\n");
+		return 0;
+	}
+	size_t unit = (size_t)sysconf(_SC_PAGESIZE);
+	page_size = (((size_t)os_cpu_count() << OS_RSEQ_SLOT_SHIFT) + unit - 1) / unit * unit;
+	page = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	REQUIRE(page != MAP_FAILED);
+	struct sigaction sa = {0};
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	REQUIRE(sigaction(SIGSEGV, &sa, NULL) == 0);
+	RUN(push_pop_results);
+	RUN(pop_abort_retries);
+	RUN(push_abort_retries);
+	RUN(slot_cas_abort_retries);
+	return test_report();
+}
