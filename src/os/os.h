@@ -162,6 +162,24 @@ bool os_rseq_setup(void);
  * os_rseq_setup (the kernel promised it). */
 void os_rseq_fence(void);
 
+/* ---- process-wide barrier ("membarrier.c") --------------------------------- */
+/*
+ * os_membarrier_fence(): when it returns, every thread of the process that was
+ * running has executed a full memory barrier, and threads that were not
+ * running will execute one (a context switch) before they run again; so a
+ * store the caller made before the call, and a load another thread makes
+ * after its barrier, are ordered as if that thread had run an mfence between
+ * its own earlier stores and later loads (the asymmetric Dekker of userspace
+ * RCU: the other thread pays only a compiler barrier). os_membarrier_setup()
+ * (once, before any os_membarrier_fence) registers the process for
+ * MEMBARRIER_CMD_PRIVATE_EXPEDITED, else falls back to MEMBARRIER_CMD_GLOBAL
+ * (much slower, same guarantee), and says which; with OS_MEMBARRIER_NONE the
+ * caller must not call os_membarrier_fence (fatal if it does, or if the call fails).
+ */
+enum { OS_MEMBARRIER_NONE = 0, OS_MEMBARRIER_PRIVATE = 1, OS_MEMBARRIER_GLOBAL = 2 };
+int os_membarrier_setup(void);
+void os_membarrier_fence(void);
+
 /* ---- futex ----------------------------------------------------------------- */
 /* Sleep while *word == expected (private futex). Spurious wake-ups happen. */
 void os_futex_wait(_Atomic uint32_t *word, uint32_t expected);

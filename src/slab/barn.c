@@ -125,6 +125,7 @@ static struct pc_sheaf *barn_take(struct pc_cache *s, unsigned node, bool full)
 	pc_lock_acquire(&b->lock);
 	sh = full ? barn_pop(&b->full, &b->nr_full, capacity, &stale)
 		  : barn_pop(&b->empty, &b->nr_empty, capacity, &stale);
+	b->uses++;
 	pc_lock_release(&b->lock);
 	sheaf_chain_free(s, stale);
 	if (sh) {
@@ -156,6 +157,7 @@ static bool barn_push(struct pc_barn *b, struct pc_sheaf *sh, bool full)
 		sh->next = *list;
 		*list = sh;
 		pc_store_relaxed(nr, n + 1); /* under lock */
+		b->uses++;
 		done = true;
 	}
 	pc_lock_release(&b->lock);
@@ -192,6 +194,29 @@ void barn_drain(struct pc_cache *s, unsigned node)
 	pc_lock_release(&b->lock);
 	sheaf_chain_free(s, full);
 	sheaf_chain_free(s, empty);
+}
+
+/* Decay: drain the barn if no sheaf came or went since the previous pass
+ * (uses unchanged) and it holds some; else remember uses. */
+unsigned barn_decay(struct pc_cache *s, unsigned node)
+{
+	struct pc_barn *b = s->barn[node];
+	struct pc_sheaf *full = NULL, *empty = NULL;
+	unsigned n = 0;
+	pc_lock_acquire(&b->lock);
+	if (b->uses == b->decay_seen && (b->full || b->empty)) {
+		full = b->full;
+		empty = b->empty;
+		n = pc_load_relaxed(&b->nr_full) + pc_load_relaxed(&b->nr_empty);
+		b->full = b->empty = NULL;
+		pc_store_relaxed(&b->nr_full, 0);
+		pc_store_relaxed(&b->nr_empty, 0);
+	}
+	b->decay_seen = b->uses;
+	pc_lock_release(&b->lock);
+	sheaf_chain_free(s, full);
+	sheaf_chain_free(s, empty);
+	return n;
 }
 
 long barn_count_objects(struct pc_cache *s, unsigned node)

@@ -480,6 +480,17 @@ void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg)
 	pc_mutex_unlock(&slab_mutex);
 }
 
+bool pc_cache_foreach_try(void (*fn)(struct pc_cache *s, void *arg), void *arg)
+{
+	if (!pc_mutex_trylock(&slab_mutex))
+		return false;
+	struct pc_list *it;
+	pc_list_for_each(it, &cache_list)
+		fn(pc_list_entry(it, struct pc_cache, link), arg);
+	pc_mutex_unlock(&slab_mutex);
+	return true;
+}
+
 static void reclaim_one(struct pc_cache *s, void *arg)
 {
 	(void)arg;
@@ -490,10 +501,11 @@ void pc_slab_reclaim(void)
 {
 	if (pc_slab_reentered()) /* a signal handler inside our slow path */
 		return;
+	sheaf_flush_threads(); /* thread mode: every cache's at once, one fence */
 	pc_cache_foreach(reclaim_one, NULL);
 }
 
-/* fork(): slab_mutex, then every slot lock of every cache, every barn lock,
+/* fork(): slab_mutex, the thread-sheaf registry lock, then every slot lock of every cache, every barn lock,
  * every c->lock, every list_lock (four passes in cache-list order, so that
  * ranks never decrease: the witness, lock.h, allows only equal ranks to nest
  * here); the parent releases, the child resets. Sheaves are plain memory:
@@ -508,6 +520,7 @@ void pc_slab_reclaim(void)
 static void slab_prefork(void)
 {
 	pc_mutex_lock(&slab_mutex);
+	sheaf_threads_prefork();
 	struct pc_list *it;
 	pc_list_for_each(it, &cache_list) {
 		struct pc_cache *s = pc_list_entry(it, struct pc_cache, link);
@@ -548,6 +561,7 @@ static void slab_postfork_parent(void)
 		for (unsigned c = os_cpu_count(); s->slots && c-- > 0;)
 			pc_spin_unlock(&s->slots[c].lock);
 	}
+	sheaf_threads_postfork_parent();
 	pc_mutex_unlock(&slab_mutex);
 }
 
@@ -565,5 +579,6 @@ static void slab_postfork_child(void)
 		for (unsigned c = 0; s->slots && c < os_cpu_count(); c++)
 			pc_spin_reinit(&s->slots[c].lock);
 	}
+	sheaf_threads_postfork_child();
 	pc_mutex_reinit(&slab_mutex);
 }

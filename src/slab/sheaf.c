@@ -7,9 +7,10 @@
  *
  * Owns: sheaf_mode (written once by sheaf_init, inside slab_init's pc_once);
  * thread_caches[] (index -> cache for thread mode, written under slab_mutex
- * before the cache is published, read by exiting threads); and per thread:
- * pc_thread_sheaves[], pc_thread_sheaf_busy, sheaf_depth, sheaf_deferred,
- * sheaf_thread_done.
+ * before the cache is published, read by exiting threads and flushers);
+ * and per thread: pc_thread_sheaves[] (an entry may be detached by a
+ * flusher of another thread, see sheaf_thread.c), pc_thread_sheaf_busy
+ * (read by flushers), sheaf_depth, sheaf_deferred, sheaf_thread_done.
  */
 #include "slab.h"
 
@@ -19,7 +20,7 @@
 
 struct pc_sheaf pc_sheaf_none; /* count 0, capacity 0 */
 
-__thread struct pc_sheaf *pc_thread_sheaves[PC_THREAD_SHEAVES] PC_TLS = {
+__thread pc_sheaf_entry pc_thread_sheaves[PC_THREAD_SHEAVES] PC_TLS = {
 	[0 ... PC_THREAD_SHEAVES - 1] = &pc_sheaf_none,
 };
 __thread unsigned char pc_thread_sheaf_busy PC_TLS;
@@ -39,7 +40,7 @@ static __thread bool sheaf_thread_done PC_TLS;
 void (*_Atomic pc_sheaf_test_hook)(struct pc_cache *s);
 
 /* Tests only: run the hook where a slow path holds its locks (slot lock, or
- * a thread-mode entry marked busy). One relaxed load otherwise. */
+ * the thread's busy flag). One relaxed load otherwise. */
 static void test_hook(struct pc_cache *s)
 {
 	void (*hook)(struct pc_cache *) = pc_load_relaxed(&pc_sheaf_test_hook);
@@ -58,11 +59,18 @@ bool sheaf_init(void)
 #else
 	(void)want;
 #endif
+	if (sheaf_mode == PC_SHEAF_MODE_THREAD)
+		sheaf_threads_init();
 	pc_option_set(PC_OPT_SLUB_SHEAF_MODE, sheaf_mode, true); /* report it */
 	return true;
 }
 
 int sheaf_mode_get(void) { return sheaf_mode; }
+
+struct pc_cache *sheaf_thread_cache(unsigned i)
+{
+	return pc_load_relaxed(&thread_caches[i]);
+}
 
 unsigned sheaf_default_capacity(size_t size)
 {
@@ -106,7 +114,7 @@ bool pc_slab_reentered(void)
 	return sheaf_depth != 0;
 }
 
-static void sheaf_enter(void)
+void sheaf_enter(void)
 {
 	sheaf_depth++;
 	atomic_signal_fence(memory_order_seq_cst); /* before any lock is taken */
@@ -126,7 +134,7 @@ static PC_NOINLINE void drain_deferred(void)
 	}
 }
 
-static void sheaf_leave(void)
+void sheaf_leave(void)
 {
 	atomic_signal_fence(memory_order_seq_cst); /* after every lock is released */
 	if (--sheaf_depth == 0 && pc_unlikely(pc_load_relaxed(&sheaf_deferred) != NULL))
@@ -273,102 +281,121 @@ static void cpu_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 }
 
 /* ---- thread mode: per-thread sheaves ----------------------------------------------------- */
-/* Whether this thread may keep a sheaf of s; if not, its current one goes. */
-static bool thread_may_keep(struct pc_cache *s, struct pc_sheaf **entry, unsigned cap)
+/*
+ * The slow paths work under the thread's busy flag (a signal handler then
+ * leaves the sheaves alone), take their entry's sheaf with sheaf_entry_take
+ * (a compare-and-swap: a flusher of another thread may detach it at any
+ * moment), so that it is theirs alone, and publish the next one with a
+ * release store into the entry, which holds none then (flushers never
+ * change none).
+ */
+
+/* Whether this thread may keep a sheaf of s (joining the registry of
+ * threads that do, once); if not, its current one goes. Before the busy
+ * flag is set: joining takes threads_lock. */
+static bool thread_may_keep(struct pc_cache *s, pc_sheaf_entry *entry, unsigned cap)
 {
-	if (s->tindex != 0 && cap != 0 && !sheaf_thread_done && pc_life_thread_enroll())
+	if (s->tindex != 0 && cap != 0 && !sheaf_thread_done && pc_life_thread_enroll() &&
+	    sheaf_thread_join())
 		return true;
-	struct pc_sheaf *cur = *entry;
-	if (cur != &pc_sheaf_none) {
-		*entry = &pc_sheaf_none;
+	struct pc_sheaf *cur = sheaf_entry_take(entry);
+	if (cur != &pc_sheaf_none)
 		barn_put(s, pc_cpu_node(os_cpu_current()), cur);
-	}
 	return false;
+}
+
+static bool thread_busy(void)
+{
+	return __atomic_load_n(&pc_thread_sheaf_busy, __ATOMIC_RELAXED) != 0;
+}
+
+static void thread_busy_set(void)
+{
+	/* Relaxed: a handler now leaves the sheaves alone; flushers wait. */
+	__atomic_store_n(&pc_thread_sheaf_busy, 1, __ATOMIC_RELAXED);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void thread_busy_clear(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	/* Release: a flusher that sees it clear sees our sheaf writes. */
+	__atomic_store_n(&pc_thread_sheaf_busy, 0, __ATOMIC_RELEASE);
 }
 
 static void *thread_alloc(struct pc_cache *s)
 {
-	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex], *cur, *fresh;
+	pc_sheaf_entry *entry = &pc_thread_sheaves[s->tindex];
 	unsigned cap = capacity_of(s);
 	/* busy: we interrupted this thread's fast path (we are a signal
 	 * handler); it holds no lock, so the slabs are safe to use. */
-	if (pc_thread_sheaf_busy || !thread_may_keep(s, entry, cap))
+	if (thread_busy() || !thread_may_keep(s, entry, cap))
 		return bypass_alloc(s);
-	pc_thread_sheaf_busy = 1; /* a handler now leaves the sheaves alone */
-	atomic_signal_fence(memory_order_seq_cst);
-	cur = *entry;
-	if (cur->count > 0) { /* a handler refilled it meanwhile */
-		void *obj = cur->objects[--cur->count];
-		atomic_signal_fence(memory_order_seq_cst);
-		pc_thread_sheaf_busy = 0;
-		return obj;
-	}
-	unsigned node = pc_cpu_node(os_cpu_current());
-	test_hook(s);
-	if ((fresh = barn_take_full(s, node)) == NULL) {
-		fresh = cur != &pc_sheaf_none && cur->capacity == cap ? cur : NULL;
-		if (!fresh && (fresh = barn_take_empty(s, node)) == NULL)
-			fresh = sheaf_new(s, cap);
-		if (fresh) {
-			fresh->count = slab_alloc_bulk(s, fresh->objects, fresh->capacity);
-			stat_here(s, PC_SLAB_STAT_sheaf_refill);
+	thread_busy_set();
+	struct pc_sheaf *cur = sheaf_entry_take(entry), *fresh = cur;
+	if (cur->count == 0) { /* else a handler refilled it meanwhile */
+		unsigned node = pc_cpu_node(os_cpu_current());
+		test_hook(s);
+		if ((fresh = barn_take_full(s, node)) == NULL) {
+			fresh = cur != &pc_sheaf_none && cur->capacity == cap ? cur : NULL;
+			if (!fresh && (fresh = barn_take_empty(s, node)) == NULL)
+				fresh = sheaf_new(s, cap);
+			if (fresh) {
+				fresh->count = slab_alloc_bulk(s, fresh->objects, fresh->capacity);
+				stat_here(s, PC_SLAB_STAT_sheaf_refill);
+			}
 		}
+		if (cur != &pc_sheaf_none && cur != fresh)
+			barn_put(s, node, cur);
 	}
-	if (cur != &pc_sheaf_none && cur != fresh)
-		barn_put(s, node, cur);
 	void *obj = fresh && fresh->count > 0 ? fresh->objects[--fresh->count] : NULL;
-	*entry = fresh ? fresh : &pc_sheaf_none;
-	atomic_signal_fence(memory_order_seq_cst);
-	pc_thread_sheaf_busy = 0;
+	if (fresh)
+		__atomic_store_n(entry, fresh, __ATOMIC_RELEASE); /* its contents go with it */
+	thread_busy_clear();
 	return fresh ? obj : bypass_alloc(s);
 }
 
 static void thread_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
-	struct pc_sheaf **entry = &pc_thread_sheaves[s->tindex], *cur, *fresh;
+	pc_sheaf_entry *entry = &pc_thread_sheaves[s->tindex];
 	unsigned cap = capacity_of(s);
-	if (pc_thread_sheaf_busy || !thread_may_keep(s, entry, cap)) {
+	if (thread_busy() || !thread_may_keep(s, entry, cap)) {
 		bypass_free(s, slab, obj);
 		return;
 	}
-	pc_thread_sheaf_busy = 1; /* a handler now leaves the sheaves alone */
-	atomic_signal_fence(memory_order_seq_cst);
-	cur = *entry;
-	if (cur->count < cur->capacity) { /* a handler made room meanwhile */
-		cur->objects[cur->count++] = obj;
-		atomic_signal_fence(memory_order_seq_cst);
-		pc_thread_sheaf_busy = 0;
-		return;
+	thread_busy_set();
+	struct pc_sheaf *cur = sheaf_entry_take(entry), *fresh = cur;
+	if (cur->count >= cur->capacity) { /* else a handler made room meanwhile */
+		unsigned node = pc_cpu_node(os_cpu_current());
+		test_hook(s);
+		if ((fresh = barn_take_empty(s, node)) == NULL)
+			fresh = sheaf_new(s, cap);
+		if (cur != &pc_sheaf_none)
+			barn_put(s, node, cur);
 	}
-	unsigned node = pc_cpu_node(os_cpu_current());
-	test_hook(s);
-	if ((fresh = barn_take_empty(s, node)) == NULL)
-		fresh = sheaf_new(s, cap);
-	if (cur != &pc_sheaf_none)
-		barn_put(s, node, cur);
-	if (fresh)
+	if (fresh) {
 		fresh->objects[fresh->count++] = obj;
-	*entry = fresh ? fresh : &pc_sheaf_none;
-	atomic_signal_fence(memory_order_seq_cst);
-	pc_thread_sheaf_busy = 0;
+		__atomic_store_n(entry, fresh, __ATOMIC_RELEASE); /* its contents go with it */
+	}
+	thread_busy_clear();
 	if (!fresh)
 		bypass_free(s, slab, obj);
 }
 
-/* Thread exit (lifecycle): this thread's sheaves go to the barns. */
+/* Thread exit (lifecycle): this thread leaves the registry, and its sheaves
+ * go to the barns. */
 void sheaf_thread_exit(void)
 {
 	sheaf_thread_done = true;
 	if (sheaf_mode != PC_SHEAF_MODE_THREAD)
 		return;
 	sheaf_enter();
+	sheaf_thread_leave();
 	unsigned node = pc_cpu_node(os_cpu_current());
 	for (unsigned i = 1; i < PC_THREAD_SHEAVES; i++) {
-		struct pc_sheaf *cur = pc_thread_sheaves[i];
-		if (cur == &pc_sheaf_none)
-			continue;
-		pc_thread_sheaves[i] = &pc_sheaf_none;
-		barn_put(pc_load_relaxed(&thread_caches[i]), node, cur);
+		struct pc_sheaf *cur = sheaf_entry_take(&pc_thread_sheaves[i]);
+		if (cur != &pc_sheaf_none)
+			barn_put(sheaf_thread_cache(i), node, cur);
 	}
 	sheaf_leave();
 }
@@ -382,6 +409,7 @@ void *sheaf_alloc_slow(struct pc_cache *s)
 	sheaf_enter();
 	void *obj = s->slots ? cpu_alloc(s) : thread_alloc(s);
 	sheaf_leave();
+	sheaf_decay_poll();
 	pc_hist_add_since(&s->sheaf_slow_ns, t0);
 	if (!obj)
 		errno = ENOMEM;
@@ -400,6 +428,7 @@ void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	else
 		thread_free(s, slab, obj);
 	sheaf_leave();
+	sheaf_decay_poll();
 }
 
 void pc_slab_double_free(const struct pc_cache *s, const void *obj)
@@ -408,15 +437,36 @@ void pc_slab_double_free(const struct pc_cache *s, const void *obj)
 }
 
 /* ---- flushing ------------------------------------------------------------------------- */
+/* The decay's look at a slot (under its lock): which sheaves it holds and how
+ * full main is (a racy read, as in sheaf_count_objects); 0 for none. */
+static uint64_t slot_signature(struct pc_sheaf_slot *slot)
+{
+	struct pc_sheaf *main = pc_load_relaxed(&slot->main);
+	if (main == &pc_sheaf_none && !slot->spare)
+		return 0;
+	uint64_t h = (uintptr_t)main * 31u + *(volatile uint32_t *)&main->count;
+	return (h * 31u + (uintptr_t)slot->spare) | 1u;
+}
+
 /* rseq mode: detach every CPU's main and spare (the mains by a plain store
- * of pc_sheaf_none), fence once, then flush what was detached. */
-static void flush_cpus(struct pc_cache *s)
+ * of pc_sheaf_none), fence once, then flush what was detached. With
+ * idle_only (the decay), only the slots whose signature has not changed
+ * since the previous decay pass; the others get their signature recorded. */
+static unsigned flush_cpus(struct pc_cache *s, bool idle_only)
 {
 	struct pc_sheaf *detached = NULL;
 	bool fence = false;
+	unsigned n = 0;
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
 		struct pc_sheaf_slot *slot = &s->slots[c];
 		pc_spin_lock(&slot->lock);
+		uint64_t sig = idle_only ? slot_signature(slot) : 0;
+		if (idle_only && (sig == 0 || sig != slot->decay_sig)) {
+			slot->decay_sig = sig; /* seen in use: look again next pass */
+			pc_spin_unlock(&slot->lock);
+			continue;
+		}
+		slot->decay_sig = 0;
 		struct pc_sheaf *main = pc_load_relaxed(&slot->main);
 		if (main != &pc_sheaf_none) {
 			pc_store_relaxed(&slot->main, &pc_sheaf_none); /* ordered by the fence */
@@ -438,7 +488,9 @@ static void flush_cpus(struct pc_cache *s)
 		sheaf_flush_objects(s, detached);
 		sheaf_free(detached);
 		detached = next;
+		n++;
 	}
+	return n;
 }
 
 void sheaf_flush_cache(struct pc_cache *s)
@@ -446,19 +498,46 @@ void sheaf_flush_cache(struct pc_cache *s)
 	if (s->internal)
 		return;
 	sheaf_enter();
-	if (s->slots) {
-		flush_cpus(s);
-	} else if (s->tindex != 0) {
-		struct pc_sheaf *cur = pc_thread_sheaves[s->tindex];
-		if (cur != &pc_sheaf_none) {
-			pc_thread_sheaves[s->tindex] = &pc_sheaf_none;
-			sheaf_flush_objects(s, cur);
-			sheaf_free(cur);
-		}
-	}
+	if (s->slots)
+		flush_cpus(s, false);
+	else if (s->tindex != 0)
+		sheaf_threads_flush(s);
 	for (unsigned i = 0; i < pc_node_count(); i++)
 		barn_drain(s, i);
 	stat_here(s, PC_SLAB_STAT_sheaf_flush_all);
+	sheaf_leave();
+}
+
+unsigned sheaf_decay_cache(struct pc_cache *s)
+{
+	if (s->internal)
+		return 0;
+	unsigned n = 0;
+	sheaf_enter();
+	if (s->slots)
+		n += flush_cpus(s, true);
+	for (unsigned i = 0; i < pc_node_count(); i++)
+		n += barn_decay(s, i);
+	sheaf_leave();
+	return n;
+}
+
+unsigned sheaf_decay_threads(void)
+{
+	if (sheaf_mode != PC_SHEAF_MODE_THREAD)
+		return 0;
+	sheaf_enter();
+	unsigned n = sheaf_threads_decay();
+	sheaf_leave();
+	return n;
+}
+
+void sheaf_flush_threads(void)
+{
+	if (sheaf_mode != PC_SHEAF_MODE_THREAD)
+		return;
+	sheaf_enter();
+	sheaf_threads_flush(NULL);
 	sheaf_leave();
 }
 
@@ -475,9 +554,9 @@ long sheaf_count_objects(struct pc_cache *s)
 		n += slot->spare ? slot->spare->count : 0;
 		pc_spin_unlock(&slot->lock);
 	}
-	/* Thread mode: only our own sheaf is ours to read (busy: count 0). */
-	if (!s->slots && s->tindex != 0)
-		n += pc_thread_sheaves[s->tindex]->count;
+	/* Thread mode: every live thread's (racy reads, see sheaf_thread.c). */
+	if (!s->slots && s->tindex != 0 && sheaf_mode == PC_SHEAF_MODE_THREAD)
+		n += sheaf_threads_count(s);
 	for (unsigned i = 0; i < pc_node_count(); i++)
 		n += barn_count_objects(s, i);
 	return n;

@@ -46,7 +46,8 @@
  *           to the barn. A thread-mode fast path sets the thread's busy
  *           flag before it reads the sheaf and clears it after its last
  *           write, so a signal handler that allocates meanwhile goes to
- *           the slabs instead of the half-updated sheaf.
+ *           the slabs instead of the half-updated sheaf, and so a flusher
+ *           of another thread knows (below).
  *   Changing a CPU's main sheaf: under slot->lock (slow paths only), either
  *   with os_rseq_slot_cas() run on that CPU (the slow paths), or, for
  *   another CPU (shrink, trim, destroy, out-of-memory retry, capacity
@@ -55,6 +56,40 @@
  *   still commit to the old sheaf, which is then the flusher's alone. A
  *   detached sheaf (spare, barn, or being filled) is touched only by the
  *   thread that holds it.
+ *   Flushing another thread's sheaves (thread mode; sheaf_thread.c): the
+ *   asymmetric Dekker of userspace RCU, on membarrier. Each thread that
+ *   keeps sheaves is on a registry (threads_lock). Its fast path
+ *     (1) sets its busy flag (a plain store: the announcement),
+ *     (2) reads its entry, works on that sheaf,
+ *     (3) clears the flag (a plain store),
+ *   with only compiler barriers between: x86-64 may let (2)'s load pass
+ *   (1)'s store. Its slow paths work under the flag too, take their
+ *   entry's sheaf with a compare-and-swap (sheaf_entry_take) and publish
+ *   the next one with a store into the then-empty entry. A flusher,
+ *   holding threads_lock,
+ *     (a) swaps each entry it flushes to pc_sheaf_none (compare-and-swap,
+ *         against the owner's slow path),
+ *     (b) calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): every thread
+ *         of the process executes a full barrier B (an IPI if it runs, a
+ *         context switch otherwise) before it returns,
+ *     (c) waits while any other registered thread's busy flag is set, and
+ *         then owns the detached sheaves.
+ *   Why: for each fast path of a thread T, either its (1) precedes T's
+ *   barrier B, so after the membarrier the flusher sees the flag set, or
+ *   already cleared again, and (c) waits for exactly the fast paths that
+ *   may have read the old entry; or (1) follows B, so (2) follows B and
+ *   reads the entry after (a): pc_sheaf_none. Nothing on the fast path is
+ *   an atomic read-modify-write or a fence; (c) is bounded (a fast path
+ *   makes no call; a slow path under the flag never waits for the
+ *   flusher's lock). Where membarrier is unavailable (neither
+ *   PRIVATE_EXPEDITED nor GLOBAL: seccomp, kernels before 4.3), flushers
+ *   take only their own thread's sheaves, the barns' and exited threads';
+ *   other live threads' (one sheaf per cache each) stay until those
+ *   threads exit. Statistics read every registered thread's counts racily
+ *   (sheaf memory stays mapped): a statistic.
+ *   Decay (sheaf_decay.c): passes at most once per vm.release_delay_ms flush
+ *   the sheaves and barns unchanged since the previous pass (flush_cpus with
+ *   idle_only, the registry's entries, barn_decay), from the slow paths.
  *   Re-entry: a signal handler that allocates while its thread is inside a
  *   sheaf slow path (sheaf_depth > 0) takes no lock: its allocation tries
  *   the lock-free slab fast path and may fail with ENOMEM, its free is put
@@ -91,6 +126,10 @@
  *   slab_mutex (global: the cache list, creation, tunable changes)
  *     -> slot->lock (per cache and CPU number: changes of its main and spare
  *                  sheaves; a spinlock held only by sheaf slow paths/flushes)
+ *        or threads_lock (thread mode, sheaf_thread.c: the registry of
+ *                  threads that keep sheaves; a flusher holds it from its
+ *                  first detach until the detached objects are in the
+ *                  slabs; the slot locks' rank)
  *     -> barn->lock (per cache and node: its two lists; kind from lock.kind,
  *                  with statistics; nothing else is taken under it)
  *     -> c->lock  (per cache and CPU number: the CPU slab, the CPU partial
@@ -239,6 +278,7 @@ struct pc_sheaf_slot {
 	struct pc_sheaf *_Atomic main; /* never NULL; see "Changing a CPU's main sheaf" */
 	struct pc_sheaf *spare;        /* under lock; NULL if none */
 	struct pc_spin lock;
+	uint64_t decay_sig;            /* under lock: the decay's last look */
 } __attribute__((aligned(1 << OS_RSEQ_SLOT_SHIFT)));
 _Static_assert(sizeof(struct pc_sheaf_slot) == 1 << OS_RSEQ_SLOT_SHIFT, "slot size");
 
@@ -258,6 +298,9 @@ struct pc_barn {
 	 * that barn_take may peek at them without the lock: a stale count only
 	 * costs a lock round trip or a missed sheaf, never a wrong one. */
 	_Atomic unsigned nr_full, nr_empty;
+	/* Under lock: sheaves taken and given so far, and that count when the
+	 * decay last looked (unchanged at its next look: the barn is idle). */
+	uint64_t uses, decay_seen;
 	struct pc_lock_stats lock_stats;
 } PC_CACHE_ALIGNED;
 
@@ -266,12 +309,32 @@ enum pc_sheaf_mode { PC_SHEAF_MODE_RSEQ = 1, PC_SHEAF_MODE_THREAD = 2 };
 /* Thread mode: each thread's main sheaf per cache (index s->tindex; entry 0
  * is always pc_sheaf_none, for caches without thread sheaves). */
 #define PC_THREAD_SHEAVES 48
-extern __thread struct pc_sheaf *pc_thread_sheaves[PC_THREAD_SHEAVES]
+/* A flusher of another thread may detach an entry with a compare-and-swap
+ * ("Flushing another thread's sheaves" above): every access but the owner's
+ * fast path is a __atomic builtin. */
+typedef struct pc_sheaf *pc_sheaf_entry;
+extern __thread pc_sheaf_entry pc_thread_sheaves[PC_THREAD_SHEAVES]
 	__attribute__((tls_model("initial-exec")));
 /* Thread mode: non-zero while this thread's fast path or thread-mode slow
  * path works on one of its sheaves; a signal handler that finds it set
- * leaves every sheaf of the thread alone (see thread_sheaf_pop). */
+ * leaves every sheaf of the thread alone (see thread_sheaf_pop), and a
+ * flusher of another thread waits for it to clear. */
 extern __thread unsigned char pc_thread_sheaf_busy __attribute__((tls_model("initial-exec")));
+/* The owner's fast-path accesses to its busy flag and entries: plain moves,
+ * which the flushers' protocol relies on (GCC folds %fs: into plain
+ * accesses but not into atomic ones, which would cost two instructions a
+ * call). Formally a data race with a flusher's atomic reads, so under
+ * ThreadSanitizer they are relaxed atomics, and the clear a release, which
+ * tell it the order that the flusher's membarrier provides. */
+#if defined(__SANITIZE_THREAD__)
+#define PC_OWN_LOAD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define PC_OWN_STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define PC_OWN_CLEAR(x)    __atomic_store_n(&(x), 0, __ATOMIC_RELEASE)
+#else
+#define PC_OWN_LOAD(x)     (x)
+#define PC_OWN_STORE(x, v) ((x) = (v))
+#define PC_OWN_CLEAR(x)    ((x) = 0)
+#endif
 
 struct pc_cache {
 	char name[32];
@@ -310,8 +373,9 @@ void pc_cache_free(struct pc_cache *s, void *obj);
 /* Flush every CPU's slabs and return empty slabs to the page allocator.
  * Returns the number of slabs freed. */
 size_t pc_cache_shrink(struct pc_cache *s);
-/* (pc_cache_shrink also flushes every CPU's sheaves and the barns first; in
- * thread mode, the calling thread's sheaf: other threads' go at their exit.)
+/* (pc_cache_shrink also flushes every CPU's or every live thread's sheaves
+ * and the barns first; see "Flushing another thread's sheaves" for thread
+ * mode without membarrier.)
  * Shrink and free the cache. If objects are still allocated, report them on
  * stderr, keep the cache alive and return their number (0 = destroyed). */
 size_t pc_cache_destroy(struct pc_cache *s);
@@ -323,11 +387,9 @@ unsigned pc_slab_calculate_order(size_t size, unsigned *objects);
 
 /* active_objects counts objects handed out: every slot but the free ones on
  * node partial lists, CPU freelists, CPU slabs and CPU partial slabs, and
- * those held in sheaves (every CPU's in rseq mode, the calling thread's in
- * thread mode) and in barns: sheaf_objects. Exact when no other thread uses
- * the cache meanwhile, except that in thread mode the sheaves of other live
- * threads cannot be seen (their objects count as active until the thread
- * exits or its sheaves reach a barn). */
+ * those held in sheaves (every CPU's in rseq mode, every live thread's in
+ * thread mode: every live thread's, read racily) and in barns:
+ * sheaf_objects. Exact when no other thread uses the cache meanwhile. */
 struct pc_cache_info {
 	const char *name;
 	size_t object_size, size;
@@ -344,6 +406,8 @@ struct pc_cache_info {
 void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info);
 /* Call fn for every cache, under slab_mutex. */
 void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg);
+/* The same if slab_mutex is free now; false (and nothing done) if not. */
+bool pc_cache_foreach_try(void (*fn)(struct pc_cache *s, void *arg), void *arg);
 
 /* Invariant walker: every object in exactly one place. Only while no other
  * thread uses the cache; it first flushes the sheaves (as pc_cache_shrink). Returns the number of allocated objects, or -1 (and
@@ -371,6 +435,15 @@ void pc_cache_check_at(struct pc_cache *s, const char *where);
 /* Give back what caches hold (flush sheaves, CPU slabs and partial lists)
  * so the page allocator can reuse it; used before failing on out-of-memory. */
 void pc_slab_reclaim(void);
+/* The decay ("sheaf_decay.c"): flush into the slabs the sheaves (every
+ * CPU's or live thread's) and barns that have not changed since the
+ * previous pass. pc_slab_decay runs a pass if one is due (passes run at most
+ * once per vm.release_delay_ms on the page clock; the sheaf slow paths also
+ * run due passes), pc_slab_decay_pass one now (tests, periodic callers).
+ * Both return the sheaves flushed; neither may be called with a slab lock
+ * held. */
+unsigned long pc_slab_decay(void);
+unsigned long pc_slab_decay_pass(void);
 /* True while the calling thread is inside a sheaf slow path or flush: code
  * that runs then (a signal handler) must take no allocator lock. */
 bool pc_slab_reentered(void);
@@ -576,18 +649,21 @@ void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
  * the flag is set may use the sheaves freely (even swap them in a slow
  * path): it returns before the interrupted code has read any of it, and
  * leaves the flag clear. One that runs while the flag is set finds it set
- * and goes to the slabs (the slow path bypasses the sheaves then). Marking the entry itself busy, as an earlier version did,
+ * and goes to the slabs (the slow path bypasses the sheaves then). The flag
+ * is also the announcement a flusher of another thread waits on ("Flushing
+ * another thread's sheaves"); the release clear tells ThreadSanitizer what
+ * the flusher's membarrier orders. Marking the entry itself busy, as an earlier version did,
  * left a window between reading the entry and the mark in which a
  * handler's slow path could swap the sheaf, and reads of the count before
  * the mark went stale: a handler's pop there put one object in two hands.
  */
 PC_INLINE void *thread_sheaf_pop(const struct pc_cache *s)
 {
-	if (pc_unlikely(pc_thread_sheaf_busy)) /* we interrupted a fast path */
+	if (pc_unlikely(PC_OWN_LOAD(pc_thread_sheaf_busy))) /* we interrupted a fast path */
 		return NULL;
-	pc_thread_sheaf_busy = 1;
+	PC_OWN_STORE(pc_thread_sheaf_busy, 1);
 	atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
-	struct pc_sheaf *sh = pc_thread_sheaves[s->tindex];
+	struct pc_sheaf *sh = PC_OWN_LOAD(pc_thread_sheaves[s->tindex]);
 	uintptr_t n = sh->count; /* word-sized: indexes with no extension */
 	void *obj = NULL;
 	if (pc_likely(n != 0)) {
@@ -595,7 +671,7 @@ PC_INLINE void *thread_sheaf_pop(const struct pc_cache *s)
 		sh->count = (uint32_t)n - 1;
 	}
 	atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
-	pc_thread_sheaf_busy = 0;
+	PC_OWN_CLEAR(pc_thread_sheaf_busy);
 	return obj;
 }
 
@@ -652,11 +728,11 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 			slab_double_free_report(s, obj);
 			return;
 		}
-	} else if (pc_likely(!pc_thread_sheaf_busy)) {
+	} else if (pc_likely(!PC_OWN_LOAD(pc_thread_sheaf_busy))) {
 		/* Thread mode's push, under the busy flag as thread_sheaf_pop. */
-		pc_thread_sheaf_busy = 1;
+		PC_OWN_STORE(pc_thread_sheaf_busy, 1);
 		atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
-		struct pc_sheaf *sh = pc_thread_sheaves[s->tindex];
+		struct pc_sheaf *sh = PC_OWN_LOAD(pc_thread_sheaves[s->tindex]);
 		uintptr_t n = sh->count; /* word-sized: indexes with no extension */
 		void **w = sheaf_word(sh, n);
 		/* The double-free check: obj is objects[n - 1] or objects[n - 2]
@@ -669,7 +745,7 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 			sh->count = (uint32_t)n + 1;
 		}
 		atomic_signal_fence(memory_order_seq_cst); /* the push before not busy */
-		pc_thread_sheaf_busy = 0;
+		PC_OWN_CLEAR(pc_thread_sheaf_busy);
 		if (pc_likely(pushed))
 			return;
 		if (pc_unlikely(twice)) {
@@ -713,12 +789,48 @@ void sheaf_thread_exit(void);       /* the slab layer's thread_exit handler */
 /* Tests only: called by the sheaf slow paths while they hold their locks
  * (to raise a signal there deterministically). NULL = none. */
 extern void (*_Atomic pc_sheaf_test_hook)(struct pc_cache *s);
-/* Flush every CPU's (rseq) or the calling thread's sheaves of s, and its
- * barns, into the slabs. Takes slot locks and barn locks. */
+/* Flush every CPU's (rseq) or every live thread's (thread mode; the calling
+ * thread's only where membarrier is missing) sheaves of s, and its barns,
+ * into the slabs. Takes slot locks (or the thread registry lock) and barn
+ * locks. */
 void sheaf_flush_cache(struct pc_cache *s);
-/* Objects in s's sheaves (every CPU's in rseq mode, the calling thread's in
+/* The decay's parts: one cache's CPU sheaves (rseq) and barns; every live
+ * thread's idle sheaves (thread mode); the slow paths' poll (no lock held).
+ * Each returns the sheaves flushed. */
+unsigned sheaf_decay_cache(struct pc_cache *s);
+unsigned sheaf_decay_threads(void);
+unsigned sheaf_threads_decay(void); /* "sheaf_thread.c" */
+void sheaf_decay_poll(void);        /* "sheaf_decay.c" */
+/* Signal-handler re-entry bookkeeping around a slow path or flush. */
+void sheaf_enter(void);
+void sheaf_leave(void);
+/* Thread mode: flush every live thread's sheaves of every cache (one fence
+ * per batch of sheaves, where sheaf_flush_cache takes one per cache). */
+void sheaf_flush_threads(void);
+/* Objects in s's sheaves (every CPU's in rseq mode, every live thread's in
  * thread mode) and barns: a racy sum, for pc_cache_info. */
 long sheaf_count_objects(struct pc_cache *s);
+/* "sheaf_thread.c": thread mode's registry of live threads' sheaves. */
+void sheaf_threads_init(void);      /* from sheaf_init in thread mode */
+struct pc_cache *sheaf_thread_cache(unsigned i); /* "sheaf.c": index -> cache */
+/* Take *entry's sheaf for the caller (compare-and-swap against flushers):
+ * the sheaf, now the caller's alone, or pc_sheaf_none. */
+struct pc_sheaf *sheaf_entry_take(pc_sheaf_entry *entry);
+/* This thread joins the registry (once; its fast paths start using its
+ * entries) / leaves it (its exit handler; fast paths go to the slow path). */
+bool sheaf_thread_join(void);
+void sheaf_thread_leave(void);
+/* Flush every live thread's sheaf of `only` (NULL: of every cache) into the
+ * slabs: other threads' only where a membarrier is available (and
+ * pc_sheaf_test_no_fence is false), else the caller's alone. */
+void sheaf_threads_flush(struct pc_cache *only);
+/* Objects in every live thread's sheaf of s: racy reads, a statistic. */
+long sheaf_threads_count(struct pc_cache *s);
+void sheaf_threads_prefork(void);   /* from the slab layer's fork handlers */
+void sheaf_threads_postfork_parent(void);
+void sheaf_threads_postfork_child(void);
+/* Tests only: behave as if membarrier were unavailable. */
+extern _Atomic bool pc_sheaf_test_no_fence;
 /* "barn.c" */
 struct pc_sheaf *sheaf_new(struct pc_cache *s, unsigned capacity);
 void sheaf_free(struct pc_sheaf *sh);
@@ -734,6 +846,9 @@ struct pc_sheaf *barn_take_empty(struct pc_cache *s, unsigned node);
 void barn_put(struct pc_cache *s, unsigned node, struct pc_sheaf *sh);
 /* Empty node's barn: objects to the slabs, sheaves freed. */
 void barn_drain(struct pc_cache *s, unsigned node);
+/* Decay: drain node's barn when no sheaf came or went since the previous
+ * look; returns the sheaves drained. */
+unsigned barn_decay(struct pc_cache *s, unsigned node);
 /* Objects in node's full sheaves (under the barn lock). */
 long barn_count_objects(struct pc_cache *s, unsigned node);
 bool sheaf_caches_init(void);       /* the caches sheaves come from (once) */

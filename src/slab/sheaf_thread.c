@@ -1,0 +1,251 @@
+/*
+ * slab/sheaf_thread.c - thread mode's registry of live threads' sheaves:
+ * flushing another live thread's sheaves (pc_trim, malloc_trim,
+ * pc_cache_shrink/destroy, the out-of-memory retry, capacity changes) and
+ * counting them for the statistics. The per-thread fast paths are in slab.h,
+ * the slow paths in sheaf.c; why a flush is sound without any atomic
+ * read-modify-write on the fast path: slab.h, "Flushing another thread's
+ * sheaves".
+ *
+ * Owns: threads (the registry list) and threads_lock, a pc_mutex that
+ * protects the list and is held by a flusher from its first detach until the
+ * sheaves it detached are back in the slabs (so a record cannot leave, nor
+ * its thread's memory go, while a flusher looks at it); fence_mode, written
+ * once by sheaf_threads_init (inside slab_init's pc_once); per thread: self,
+ * this thread's record, linked while it keeps sheaves.
+ * Lock order: threads_lock has the slot locks' rank (it stands for them in
+ * thread mode, and never nests with one but in fork's prefork); under it a
+ * flusher takes what flushing objects takes (c->lock, list_lock, page
+ * locks), never a barn lock. Nothing takes it with a slab lock held: a
+ * thread joins from the start of a slow path and leaves from its exit
+ * handler, and never takes it under its busy flag (it joins before it sets
+ * the flag), so a flusher that waits for a busy flag under it closes no
+ * cycle.
+ */
+#include "slab.h"
+
+#define PC_TLS __attribute__((tls_model("initial-exec")))
+
+/* A thread that keeps sheaves: where its entries and its busy flag are. */
+struct sheaf_thread {
+	struct pc_list link;            /* on threads, under threads_lock */
+	pc_sheaf_entry *entries;        /* its pc_thread_sheaves */
+	unsigned char *busy;            /* its pc_thread_sheaf_busy */
+	bool linked;                    /* owner only (and fork's child) */
+	/* Under threads_lock: the decay's last look at each entry (its sheaf
+	 * and count; 0 for none). */
+	uint64_t decay_sig[PC_THREAD_SHEAVES];
+};
+
+static struct pc_mutex threads_lock;
+static struct pc_list threads = { &threads, &threads };
+static int fence_mode; /* OS_MEMBARRIER_*, or NONE in rseq mode */
+static __thread struct sheaf_thread self PC_TLS;
+
+_Atomic bool pc_sheaf_test_no_fence;
+
+void sheaf_threads_init(void)
+{
+	pc_mutex_set_rank(&threads_lock, PC_LOCK_RANK_SHEAF_SLOT);
+	fence_mode = os_membarrier_setup();
+}
+
+/* Whether flushers may take other live threads' sheaves here. */
+static bool can_fence(void)
+{
+	return fence_mode != OS_MEMBARRIER_NONE && !pc_load_relaxed(&pc_sheaf_test_no_fence);
+}
+
+struct pc_sheaf *sheaf_entry_take(pc_sheaf_entry *entry)
+{
+	struct pc_sheaf *sh = __atomic_load_n(entry, __ATOMIC_RELAXED);
+	/* Acquire: what the owner wrote into the sheaf before it stored the
+	 * entry (release) is ours to read. A failure means a flusher took it
+	 * (flushers only ever change an entry to none). */
+	if (sh != &pc_sheaf_none &&
+	    !__atomic_compare_exchange_n(entry, &sh, &pc_sheaf_none, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_RELAXED))
+		sh = &pc_sheaf_none;
+	return sh;
+}
+
+bool sheaf_thread_join(void)
+{
+	if (pc_likely(self.linked))
+		return true;
+	self.entries = pc_thread_sheaves;
+	self.busy = &pc_thread_sheaf_busy;
+	pc_mutex_lock(&threads_lock);
+	pc_list_add(&self.link, &threads);
+	self.linked = true;
+	pc_mutex_unlock(&threads_lock);
+	return true;
+}
+
+void sheaf_thread_leave(void)
+{
+	if (!self.linked)
+		return;
+	pc_mutex_lock(&threads_lock); /* waits for a flusher that looks at us */
+	pc_list_del(&self.link);
+	self.linked = false;
+	pc_mutex_unlock(&threads_lock);
+}
+
+/* A live thread's sheaf may be swapped and freed while we read its count:
+ * sheaf memory stays mapped (slab memory is never unmapped), so the read is
+ * safe and at worst stale or garbage, which the clamp bounds. A statistic. */
+#if defined(__SANITIZE_THREAD__)
+static __attribute__((noinline, no_sanitize("thread"))) uint32_t
+#else
+static uint32_t
+#endif
+racy_count(const struct pc_sheaf *sh)
+{
+	uint32_t n = *(const volatile uint32_t *)&sh->count;
+	return n <= PC_SHEAF_MAX ? n : 0;
+}
+
+/* ---- flushing ----------------------------------------------------------------------- */
+#define FLUSH_BATCH 32 /* sheaves detached per fence */
+
+struct flush_batch {
+	bool fence; /* other threads' sheaves are among them */
+	unsigned n;
+	struct pc_cache *cache[FLUSH_BATCH];
+	struct pc_sheaf *sheaf[FLUSH_BATCH];
+};
+
+/* Wait for every other thread that is inside a fast path (or a thread-mode
+ * slow path) to leave it: its busy flag is set only there. Under
+ * threads_lock. */
+static void wait_fast_paths(void)
+{
+	struct pc_list *it;
+	pc_list_for_each(it, &threads) {
+		struct sheaf_thread *t = pc_list_entry(it, struct sheaf_thread, link);
+		/* Acquire: pairs with the release that clears the flag, so the
+		 * thread's last writes to the sheaf are seen. Bounded: a fast
+		 * path makes no call, and a slow path under the flag takes only
+		 * locks that a flusher does not hold while it waits (barn,
+		 * c->lock, list_lock, page locks); only preemption (or a signal
+		 * handler that blocks, against POSIX) makes it last. */
+		while (t != &self && __atomic_load_n(t->busy, __ATOMIC_ACQUIRE) != 0)
+			os_yield();
+	}
+}
+
+/*
+ * The detached sheaves are the flusher's once no fast path can still use
+ * them: after a membarrier, only a fast path that announced itself before
+ * its thread's barrier can have read a detached entry, and it is still
+ * announced (slab.h, "Flushing another thread's sheaves"); wait for those.
+ * Then give their objects back to the slabs. Under threads_lock.
+ */
+static void batch_settle(struct flush_batch *b)
+{
+	if (b->n == 0)
+		return;
+	if (b->fence) {
+		os_membarrier_fence();
+		wait_fast_paths();
+	}
+	for (unsigned i = 0; i < b->n; i++) {
+		sheaf_flush_objects(b->cache[i], b->sheaf[i]);
+		sheaf_free(b->sheaf[i]);
+	}
+	b->n = 0;
+}
+
+/* Detach thread t's sheaf of cache s (index i) into the batch. */
+static unsigned detach_one(struct flush_batch *b, struct sheaf_thread *t, struct pc_cache *s,
+			   unsigned i)
+{
+	struct pc_sheaf *sh = sheaf_entry_take(&t->entries[i]);
+	if (sh == &pc_sheaf_none)
+		return 0;
+	b->cache[b->n] = s;
+	b->sheaf[b->n++] = sh;
+	if (b->n == FLUSH_BATCH)
+		batch_settle(b);
+	return 1;
+}
+
+/* Whether the decay takes t's entry i: unchanged (and not none) since its
+ * previous look, which it records otherwise. */
+static bool entry_idle(struct sheaf_thread *t, unsigned i)
+{
+	struct pc_sheaf *sh = __atomic_load_n(&t->entries[i], __ATOMIC_ACQUIRE);
+	uint64_t sig = sh == &pc_sheaf_none ? 0 : ((uintptr_t)sh * 31u + racy_count(sh)) | 1u;
+	bool idle = sig != 0 && sig == t->decay_sig[i];
+	t->decay_sig[i] = idle ? 0 : sig;
+	return idle;
+}
+
+/* Detach (and flush) every live thread's sheaf of `only` (NULL: every
+ * cache); with idle_only, only the entries the decay finds idle. Returns
+ * the sheaves flushed. */
+static unsigned threads_flush(struct pc_cache *only, bool idle_only)
+{
+	if (sheaf_mode_get() != PC_SHEAF_MODE_THREAD)
+		return 0;
+	/* A signal handler that interrupted this thread's own fast or slow
+	 * path must not take the sheaf that path holds, nor wait for it. */
+	bool own = __atomic_load_n(&pc_thread_sheaf_busy, __ATOMIC_RELAXED) == 0;
+	bool others = can_fence();
+	struct flush_batch b = { .fence = others, .n = 0 };
+	unsigned flushed = 0;
+	pc_mutex_lock(&threads_lock);
+	struct pc_list *it;
+	pc_list_for_each(it, &threads) {
+		struct sheaf_thread *t = pc_list_entry(it, struct sheaf_thread, link);
+		if (t == &self ? !own : !others)
+			continue;
+		for (unsigned i = 1; i < PC_THREAD_SHEAVES; i++) {
+			struct pc_cache *s = sheaf_thread_cache(i);
+			if (s && (!only || s == only) && (!idle_only || entry_idle(t, i)))
+				flushed += detach_one(&b, t, s, i);
+		}
+	}
+	batch_settle(&b); /* without others' sheaves no fence is needed */
+	pc_mutex_unlock(&threads_lock);
+	return flushed;
+}
+
+void sheaf_threads_flush(struct pc_cache *only)
+{
+	threads_flush(only, false);
+}
+
+unsigned sheaf_threads_decay(void)
+{
+	return threads_flush(NULL, true);
+}
+
+long sheaf_threads_count(struct pc_cache *s)
+{
+	long n = 0;
+	pc_mutex_lock(&threads_lock);
+	struct pc_list *it;
+	pc_list_for_each(it, &threads) {
+		struct sheaf_thread *t = pc_list_entry(it, struct sheaf_thread, link);
+		n += racy_count(__atomic_load_n(&t->entries[s->tindex], __ATOMIC_ACQUIRE));
+	}
+	pc_mutex_unlock(&threads_lock);
+	return n;
+}
+
+/* ---- fork ----------------------------------------------------------------------------- */
+void sheaf_threads_prefork(void) { pc_mutex_lock(&threads_lock); }
+void sheaf_threads_postfork_parent(void) { pc_mutex_unlock(&threads_lock); }
+
+/* Only this thread exists in the child: the others' records (in memory the
+ * C library may reuse for new threads) are dropped, and their sheaves with
+ * them (a leak, never a reuse). */
+void sheaf_threads_postfork_child(void)
+{
+	pc_mutex_reinit(&threads_lock);
+	pc_list_init(&threads);
+	if (self.linked)
+		pc_list_add(&self.link, &threads);
+}
