@@ -11,31 +11,23 @@
  */
 #include "page.h"
 
-#define CHECK_OR_FAIL(cond, ...)              \
-	do {                                  \
-		if (!(cond)) {                \
-			pc_message(__VA_ARGS__); \
-			return false;         \
-		}                             \
-	} while (0)
-
 /* One block of a free list: its zone, state, order, alignment, coalescing. */
 static bool check_free_block(struct pc_zone *z, struct pc_page *pg, unsigned o, bool dirty_list)
 {
 	struct pc_region *r = pc_page_region(pg);
 	size_t idx = (size_t)(pg - r->pages);
-	CHECK_OR_FAIL(r->zone == z, "zone %u: block of another zone on its list", z->id);
-	CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_BUDDY && pc_pg_order(pg) == o,
+	PC_PAGE_CHECK(r->zone == z, "zone %u: block of another zone on its list", z->id);
+	PC_PAGE_CHECK(pc_pg_state(pg) == PC_PG_BUDDY && pc_pg_order(pg) == o,
 		      "zone %u: order-%u list holds page state %u order %u",
 		      z->id, o, pc_pg_state(pg), pc_pg_order(pg));
-	CHECK_OR_FAIL((pg->mem == PC_MEM_DIRTY) == dirty_list,
+	PC_PAGE_CHECK((pg->mem == PC_MEM_DIRTY) == dirty_list,
 		      "zone %u: order-%u block with mem %u on the %s list", z->id, o, pg->mem,
 		      dirty_list ? "dirty" : "clean");
-	CHECK_OR_FAIL((idx & (((size_t)1 << o) - 1)) == 0,
+	PC_PAGE_CHECK((idx & (((size_t)1 << o) - 1)) == 0,
 		      "zone %u: misaligned order-%u block", z->id, o);
 	if (o < PC_MAX_ORDER) {
 		struct pc_page *b = &r->pages[idx ^ ((size_t)1 << o)];
-		CHECK_OR_FAIL(!(pc_pg_state(b) == PC_PG_BUDDY && pc_pg_order(b) == o),
+		PC_PAGE_CHECK(!(pc_pg_state(b) == PC_PG_BUDDY && pc_pg_order(b) == o),
 			      "zone %u: order-%u buddies both free (not coalesced)", z->id, o);
 	}
 	return true;
@@ -58,17 +50,17 @@ static bool check_free_areas(struct pc_zone *z, size_t *blocks)
 				dirty_pages += d ? (size_t)1 << o : 0;
 			}
 		}
-		CHECK_OR_FAIL(n == z->free_area[o].nr_free, "zone %u: order %u nr_free %zu, list %zu",
+		PC_PAGE_CHECK(n == z->free_area[o].nr_free, "zone %u: order %u nr_free %zu, list %zu",
 			      z->id, o, z->free_area[o].nr_free, n);
 		*blocks += n;
 	}
-	CHECK_OR_FAIL(z->seed_pages % ((size_t)1 << PC_MAX_ORDER) == 0 &&
+	PC_PAGE_CHECK(z->seed_pages % ((size_t)1 << PC_MAX_ORDER) == 0 &&
 		      (z->seed_pages == 0 || z->seed_region != NULL),
 		      "zone %u: seed_pages %zu", z->id, z->seed_pages);
-	CHECK_OR_FAIL(free_pages + z->seed_pages == z->free_pages,
+	PC_PAGE_CHECK(free_pages + z->seed_pages == z->free_pages,
 		      "zone %u: free_pages %zu, lists %zu, not seeded %zu",
 		      z->id, z->free_pages, free_pages, z->seed_pages);
-	CHECK_OR_FAIL(dirty_pages == z->dirty_pages, "zone %u: dirty_pages %zu, lists %zu",
+	PC_PAGE_CHECK(dirty_pages == z->dirty_pages, "zone %u: dirty_pages %zu, lists %zu",
 		      z->id, z->dirty_pages, dirty_pages);
 	return true;
 }
@@ -82,19 +74,19 @@ static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_bl
 	for (struct pc_region *r = z->regions; r; r = r->next) {
 		size_t covered = 0;
 		managed += PC_REGION_PAGES;
-		CHECK_OR_FAIL(pc_region_of(r->base) == r, "zone %u: region not in the table", z->id);
+		PC_PAGE_CHECK(pc_region_of(r->base) == r, "zone %u: region not in the table", z->id);
 		for (size_t i = 0; i < PC_REGION_PAGES; i++) {
 			struct pc_page *pg = &r->pages[i];
 			unsigned st = pc_pg_state(pg);
 			if (st == PC_PG_LENT) { /* in use, but nothing free inside it */
-				CHECK_OR_FAIL(i >= covered && i + pg->aux <= PC_REGION_PAGES,
+				PC_PAGE_CHECK(i >= covered && i + pg->aux <= PC_REGION_PAGES,
 					      "zone %u: lent range at page %zu overlaps", z->id, i);
 				covered = i + pg->aux;
 				continue;
 			}
 			if (st != PC_PG_BUDDY && st != PC_PG_PCP && st != PC_PG_RUN)
 				continue;
-			CHECK_OR_FAIL(i >= covered, "zone %u: free blocks overlap at page %zu", z->id, i);
+			PC_PAGE_CHECK(i >= covered, "zone %u: free blocks overlap at page %zu", z->id, i);
 			/* pcp entries and free runs carry their length in aux */
 			covered = i + (st == PC_PG_BUDDY ? (size_t)1 << pc_pg_order(pg) : (size_t)pg->aux);
 			buddy_heads += st == PC_PG_BUDDY;
@@ -102,13 +94,13 @@ static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_bl
 			run_heads += st == PC_PG_RUN;
 		}
 	}
-	CHECK_OR_FAIL(buddy_heads == listed_blocks, "zone %u: %zu pages marked free, %zu listed",
+	PC_PAGE_CHECK(buddy_heads == listed_blocks, "zone %u: %zu pages marked free, %zu listed",
 		      z->id, buddy_heads, listed_blocks);
-	CHECK_OR_FAIL(pcp_heads == pcp_blocks, "zone %u: %zu pages marked pcp, %zu on pcp lists",
+	PC_PAGE_CHECK(pcp_heads == pcp_blocks, "zone %u: %zu pages marked pcp, %zu on pcp lists",
 		      z->id, pcp_heads, pcp_blocks);
-	CHECK_OR_FAIL(run_heads == listed_runs, "zone %u: %zu pages marked free run, %zu on the bins",
+	PC_PAGE_CHECK(run_heads == listed_runs, "zone %u: %zu pages marked free run, %zu on the bins",
 		      z->id, run_heads, listed_runs);
-	CHECK_OR_FAIL(managed == z->managed_pages, "zone %u: managed %zu, regions %zu",
+	PC_PAGE_CHECK(managed == z->managed_pages, "zone %u: managed %zu, regions %zu",
 		      z->id, z->managed_pages, managed);
 	return true;
 }
@@ -120,10 +112,10 @@ static bool check_pcp(struct pc_zone *z, struct pc_pcp *pcp, size_t *blocks)
 		struct pc_list *it;
 		pc_list_for_each(it, &pcp->lists[o]) {
 			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_PCP && pc_pg_order(pg) == o,
+			PC_PAGE_CHECK(pc_pg_state(pg) == PC_PG_PCP && pc_pg_order(pg) == o,
 				      "zone %u: pcp order-%u list holds state %u order %u",
 				      z->id, o, pc_pg_state(pg), pc_pg_order(pg));
-			CHECK_OR_FAIL(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign page", z->id);
+			PC_PAGE_CHECK(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign page", z->id);
 			pages += 1 << o;
 			(*blocks)++;
 		}
@@ -132,15 +124,15 @@ static bool check_pcp(struct pc_zone *z, struct pc_pcp *pcp, size_t *blocks)
 		struct pc_list *it;
 		pc_list_for_each(it, &pcp->runs[n]) {
 			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-			CHECK_OR_FAIL(pc_pg_state(pg) == PC_PG_PCP && pg->aux == n && pc_pg_order(pg) == pc_log2(n),
+			PC_PAGE_CHECK(pc_pg_state(pg) == PC_PG_PCP && pg->aux == n && pc_pg_order(pg) == pc_log2(n),
 				      "zone %u: pcp %u-page run list holds state %u length %u", z->id, n,
 				      pc_pg_state(pg), pg->aux);
-			CHECK_OR_FAIL(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign run", z->id);
+			PC_PAGE_CHECK(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign run", z->id);
 			pages += (int)n;
 			(*blocks)++;
 		}
 	}
-	CHECK_OR_FAIL(pages == pcp->count, "zone %u: pcp count %d, lists %d", z->id, pcp->count, pages);
+	PC_PAGE_CHECK(pages == pcp->count, "zone %u: pcp count %d, lists %d", z->id, pcp->count, pages);
 	return true;
 }
 

@@ -439,6 +439,14 @@ PC_INLINE void *pc_page_address(const struct pc_page *pg)
 }
 
 /* ---- layer-private: shared between the files of src/page/ ------------------ */
+/* The checkers (check.c, run.c): report a broken invariant and fail. */
+#define PC_PAGE_CHECK(cond, ...)                 \
+	do {                                     \
+		if (!(cond)) {                   \
+			pc_message(__VA_ARGS__); \
+			return false;            \
+		}                                \
+	} while (0)
 /* "buddy.c" */
 struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order);
 void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem);

@@ -329,32 +329,24 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 	return released;
 }
 
-#define RUN_CHECK(cond, ...)                     \
-	do {                                     \
-		if (!(cond)) {                   \
-			pc_message(__VA_ARGS__); \
-			return false;            \
-		}                                \
-	} while (0)
-
 /* One free run found on bins[n]'s dirty (d) or clean list. */
 static bool run_check_one(struct pc_zone *z, struct pc_page *pg, size_t n, bool d)
 {
 	struct pc_region *r = pc_page_region(pg);
 	size_t idx = (size_t)(pg - r->pages), start = chunk_start(idx);
-	RUN_CHECK(r->zone == z && pc_pg_state(pg) == PC_PG_RUN && pg->aux == n,
+	PC_PAGE_CHECK(r->zone == z && pc_pg_state(pg) == PC_PG_RUN && pg->aux == n,
 		  "zone %u: %zu-page run bin holds state %u length %u", z->id, n,
 		  pc_pg_state(pg), pg->aux);
-	RUN_CHECK((pg->mem == PC_MEM_DIRTY) == d, "zone %u: %zu-page run with mem %u on the %s list",
+	PC_PAGE_CHECK((pg->mem == PC_MEM_DIRTY) == d, "zone %u: %zu-page run with mem %u on the %s list",
 		  z->id, n, pg->mem, d ? "dirty" : "clean");
-	RUN_CHECK(idx + n <= start + PC_RUN_MAX_PAGES && n < PC_RUN_MAX_PAGES,
+	PC_PAGE_CHECK(idx + n <= start + PC_RUN_MAX_PAGES && n < PC_RUN_MAX_PAGES,
 		  "zone %u: free run leaves its chunk", z->id);
-	RUN_CHECK(n == 1 || (pc_pg_state(pg + n - 1) == PC_PG_RUN_END && pg[n - 1].aux == n),
+	PC_PAGE_CHECK(n == 1 || (pc_pg_state(pg + n - 1) == PC_PG_RUN_END && pg[n - 1].aux == n),
 		  "zone %u: free run of %zu without its end", z->id, n);
-	RUN_CHECK(idx == start || (pc_pg_state(pg - 1) != PC_PG_RUN &&
+	PC_PAGE_CHECK(idx == start || (pc_pg_state(pg - 1) != PC_PG_RUN &&
 				   pc_pg_state(pg - 1) != PC_PG_RUN_END),
 		  "zone %u: free runs not coalesced", z->id);
-	RUN_CHECK(idx + n == start + PC_RUN_MAX_PAGES || pc_pg_state(pg + n) != PC_PG_RUN,
+	PC_PAGE_CHECK(idx + n == start + PC_RUN_MAX_PAGES || pc_pg_state(pg + n) != PC_PG_RUN,
 		  "zone %u: free runs not coalesced", z->id);
 	return true;
 }
@@ -367,7 +359,7 @@ bool zone_run_check_locked(struct pc_zone *z, size_t *listed)
 		if (!bin_used(z, n)) /* empty, maybe never initialised */
 			continue;
 		struct pc_run_bin *bin = &z->run_bins[n];
-		RUN_CHECK(!pc_list_empty(&bin->dirty) || !pc_list_empty(&bin->clean),
+		PC_PAGE_CHECK(!pc_list_empty(&bin->dirty) || !pc_list_empty(&bin->clean),
 			  "zone %u: run bitmap bit %zu wrong", z->id, n);
 		for (int d = 0; d < 2; d++) {
 			struct pc_list *it, *list = d ? &bin->dirty : &bin->clean;
@@ -380,10 +372,10 @@ bool zone_run_check_locked(struct pc_zone *z, size_t *listed)
 			}
 		}
 	}
-	RUN_CHECK(pages == z->run_free_pages, "zone %u: run_free_pages %zu, bins %zu", z->id,
+	PC_PAGE_CHECK(pages == z->run_free_pages, "zone %u: run_free_pages %zu, bins %zu", z->id,
 		  z->run_free_pages, pages);
-	RUN_CHECK(dirty == z->run_dirty_pages, "zone %u: run_dirty_pages %zu, bins %zu", z->id,
+	PC_PAGE_CHECK(dirty == z->run_dirty_pages, "zone %u: run_dirty_pages %zu, bins %zu", z->id,
 		  z->run_dirty_pages, dirty);
-	RUN_CHECK(pages <= z->run_chunk_pages, "zone %u: more free run pages than chunks", z->id);
+	PC_PAGE_CHECK(pages <= z->run_chunk_pages, "zone %u: more free run pages than chunks", z->id);
 	return true;
 }
