@@ -31,6 +31,7 @@
 #include "page/page_alloc.c"
 #include "page/check.c"
 #include "page/lend.c"
+#include "page/unmap.c"
 #include "slab/cache.c"
 #include "slab/slab_alloc.c"
 #include "slab/slab_free.c"

@@ -10,9 +10,12 @@
  * foreign pointer (page aligned, in no region) is never dereferenced.
  *
  * When the OS refuses the mapping (a limit on address space: RLIMIT_AS), the
- * block borrows a range of free pages of a page-allocator region instead
- * (pc_page_lend, page/lend.c: regions are never unmapped, so after a peak
- * their free address space would otherwise stay unused). Such a block has
+ * page allocator first unmaps the regions it may (pc_page_unmap_free: wholly
+ * free ones that never held a slab) and the mapping is tried again; if that
+ * fails too, the block borrows a range of free pages of a region instead
+ * (pc_page_lend, page/lend.c: regions that once held slabs are never
+ * unmapped, so after a peak their free address space would otherwise stay
+ * unused). Such a block has
  * the same layout (header page, then the data), `lent` set in its header,
  * and its first data page has state PC_PG_HUGE, so that free() (which finds
  * a descriptor for it) knows it. It is never cached, unmapped or remapped:
@@ -76,6 +79,28 @@ static struct pc_huge_header *map_new(size_t data, size_t align)
 	return h;
 }
 
+/*
+ * The OS refused a mapping (a limit on address space): give back the address
+ * space we may and try again, then borrow. The per-CPU page lists are
+ * drained first, so that their pages coalesce into wholly free regions,
+ * which the page allocator then unmaps (pc_page_unmap_free), and the cached
+ * huge mappings go too. Only then is a free range of a region lent (its
+ * region then stays mapped while the block lives). NULL if all fails.
+ */
+static PC_NOINLINE struct pc_huge_header *map_refused(size_t data, size_t align, bool *fresh)
+{
+	pc_page_drain_all();
+	size_t given_back = pc_page_unmap_free();
+	given_back += huge_cache_flush();
+	struct pc_huge_header *h = given_back ? map_new(data, align) : NULL;
+	if (!h && align == PC_PAGE_SIZE) {
+		h = lend_new(data, fresh);
+		if (h) /* free() finds a descriptor: it says huge */
+			pc_pg_set_state(pc_page_of_owned((char *)h + PC_PAGE_SIZE), PC_PG_HUGE);
+	}
+	return h;
+}
+
 void *huge_alloc(size_t size, size_t align)
 {
 	if (size > PC_REQUEST_MAX || align > PC_REQUEST_MAX / 2)
@@ -90,13 +115,10 @@ void *huge_alloc(size_t size, size_t align)
 		h->recycled = true; /* old contents: calloc must clear it */
 		h->lent = false;
 	} else {
-		h = map_new(data, align);
 		bool fresh = true;
-		if (!h && align == PC_PAGE_SIZE) {
-			h = lend_new(data, &fresh);
-			if (h) /* free() finds a descriptor: it says huge */
-				pc_pg_set_state(pc_page_of_owned((char *)h + PC_PAGE_SIZE), PC_PG_HUGE);
-		}
+		h = map_new(data, align);
+		if (!h)
+			h = map_refused(data, align, &fresh);
 		if (!h)
 			return NULL;
 		h->recycled = !fresh;

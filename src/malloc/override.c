@@ -74,9 +74,8 @@ static size_t zone_bytes(bool free_only)
 	size_t pages = 0;
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
-		/* managed_pages is written under the zone lock and only grows; a
-		 * racy read sees an old or new size, which a snapshot may show. */
-		pages += free_only ? pc_load_relaxed(&z->free_hint) : z->managed_pages;
+		/* the lock-free copies of the counters: a snapshot */
+		pages += pc_load_relaxed(free_only ? &z->free_hint : &z->managed_hint);
 	}
 	return pages << PC_PAGE_SHIFT;
 }

@@ -125,25 +125,56 @@ static bool os_map_inject_now(void)
 }
 
 /* ---- memory ------------------------------------------------------------------ */
-static void *os_mmap_anon(size_t size)
+static void *os_mmap_anon_at(void *hint, size_t size)
 {
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	void *p = mmap(hint, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
+static void *os_mmap_anon(size_t size)
+{
+	return os_mmap_anon_at(NULL, size);
+}
+
+/* A mapping of size bytes exactly at `at` (a hint, not MAP_FIXED: nothing
+ * there is replaced), or NULL. */
+static void *os_mmap_exactly_at(char *at, size_t size)
+{
+	char *p = os_mmap_anon_at(at, size);
+	if (p && p != at) {
+		munmap(p, size);
+		p = NULL;
+	}
+	return p;
+}
+
 /*
- * Aligned mapping: map size + align - page bytes, which always contains an
- * aligned block of size bytes, then unmap the unaligned head and the tail.
+ * Aligned mapping. First size bytes alone: the kernel places mappings top
+ * down, next to the previous one, so after an aligned mapping of the same
+ * size the next one is often aligned already; and under a limit on address
+ * space (RLIMIT_AS) there may be no room for more (the allocator unmaps
+ * regions to make room and then maps them again). If that one is not
+ * aligned: map size + align - page bytes, which always contains an aligned
+ * block of size bytes, then unmap the unaligned head and the tail; if even
+ * that does not fit, try the aligned addresses just above and below the
+ * first one.
  */
 static void *os_mmap_aligned(size_t size, size_t align)
 {
 	size_t over = size + align - PC_PAGE_SIZE;
 	if (over < size)
 		return NULL; /* overflow */
+	char *first = os_mmap_anon(size);
+	if (first == NULL || ((uintptr_t)first & (align - 1)) == 0)
+		return first;
+	munmap(first, size);
 	char *raw = os_mmap_anon(over);
-	if (raw == NULL)
-		return NULL;
+	if (raw == NULL) {
+		char *up = (char *)pc_align_up((uintptr_t)first, align);
+		char *p = os_mmap_exactly_at(up, size);
+		return p ? p : os_mmap_exactly_at(up - align, size);
+	}
 	char *p = (char *)pc_align_up((uintptr_t)raw, align);
 	size_t head = (size_t)(p - raw), tail = over - head - size;
 	if (head != 0)

@@ -143,25 +143,95 @@ static unsigned pick_order(struct pc_zone *z, unsigned order)
 }
 
 /*
+ * Placement by region (unmap.c: a region that ever held a block of
+ * pc_alloc_pages is never unmapped). While the zone has regions that did
+ * not (unkept_regions), blocks for pc_alloc_pages (kept) come from regions
+ * that already did if any has one free, and chunks for the run heap from
+ * the others: slabs stay packed into the regions they pinned already, and
+ * runs leave those regions' free memory to slabs, so that after a peak of
+ * runs their regions can be unmapped. Warm memory still comes first for
+ * runs (a run faults in every page it touches, a slab only a few): dirty
+ * chunks of unpinned regions, then any dirty chunk, then clean chunks of
+ * unpinned regions (the seed region's next chunk too). Slabs take a clean
+ * block of a pinned region before a dirty one of an unpinned region. The
+ * first PLACE_SCAN blocks of each list are looked at, from `order` up,
+ * under the zone lock; NULL if none fits (the caller then takes any).
+ */
+#define PLACE_SCAN 8
+
+static struct pc_page *scan_placed(struct pc_zone *z, unsigned order, bool kept, bool dirty,
+				   unsigned *op)
+{
+	for (unsigned o = order; o <= PC_MAX_ORDER; o++) {
+		struct pc_list *l = dirty ? &z->free_area[o].dirty : &z->free_area[o].clean, *it = l->next;
+		for (unsigned n = 0; it != l && n < PLACE_SCAN; it = it->next, n++) {
+			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+			if (pc_page_region(pg)->keep_mapped == kept) {
+				*op = o;
+				return pg;
+			}
+		}
+	}
+	return NULL;
+}
+
+static bool has_dirty(const struct pc_zone *z, unsigned order)
+{
+	for (unsigned o = order; o <= PC_MAX_ORDER; o++)
+		if (!pc_list_empty(&z->free_area[o].dirty))
+			return true;
+	return false;
+}
+
+static struct pc_page *pick_placed(struct pc_zone *z, unsigned order, bool kept, unsigned *op)
+{
+	struct pc_page *pg = scan_placed(z, order, kept, true, op);
+	if (pg || (!kept && has_dirty(z, order)))
+		return pg;
+	pg = scan_placed(z, order, kept, false, op);
+	if (!pg && !kept && z->seed_pages && !z->seed_region->keep_mapped && zone_seed_one_locked(z))
+		pg = scan_placed(z, PC_MAX_ORDER, false, false, op);
+	return pg;
+}
+
+/* A block that may hold a slab comes from pg's region: never unmapped. */
+static void mark_keep_mapped(struct pc_zone *z, struct pc_page *pg)
+{
+	struct pc_region *r = pc_page_region(pg);
+	if (!r->keep_mapped) { /* written once: the line stays read-mostly */
+		r->keep_mapped = true;
+		z->unkept_regions--;
+	}
+}
+
+/*
  * Take a block of 2^order pages, split down from a larger one if need be,
  * the upper halves going back on their free lists (a dirty block's halves
  * keep its freed time). Resident (dirty) memory is preferred even when it
  * means splitting a larger block: reusing it costs no page faults, while
  * taking clean blocks would let dirty ones pile up until they are released
- * and faulted in again.
+ * and faulted in again. The placement by region above comes first. kept:
+ * the block is for pc_alloc_pages (its region is then marked keep_mapped),
+ * else a chunk for the run heap.
  * Returns the head with state PC_PG_NONE (the caller sets it), or NULL.
  */
-struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order)
+struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool kept)
 {
 	pc_lock_assert_held(&z->lock);
-	unsigned o = pick_order(z, order);
-	if (o > PC_MAX_ORDER && zone_seed_one_locked(z))
-		o = PC_MAX_ORDER;
-	if (o > PC_MAX_ORDER)
-		return NULL;
-	struct pc_free_area *fa = &z->free_area[o];
-	struct pc_list *l = pc_list_empty(&fa->dirty) ? &fa->clean : &fa->dirty;
-	struct pc_page *pg = pc_list_first(l, struct pc_page, list);
+	unsigned o = PC_MAX_ORDER + 1;
+	struct pc_page *pg = z->unkept_regions ? pick_placed(z, order, kept, &o) : NULL;
+	if (!pg) {
+		o = pick_order(z, order);
+		if (o > PC_MAX_ORDER && zone_seed_one_locked(z))
+			o = PC_MAX_ORDER;
+		if (o > PC_MAX_ORDER)
+			return NULL;
+		struct pc_free_area *fa = &z->free_area[o];
+		struct pc_list *l = pc_list_empty(&fa->dirty) ? &fa->clean : &fa->dirty;
+		pg = pc_list_first(l, struct pc_page, list);
+	}
+	if (kept)
+		mark_keep_mapped(z, pg);
 	enum pc_mem mem = (enum pc_mem)pg->mem;
 	uint64_t freed_ns = pg->freed_ns;
 	free_area_del(z, pg, o);
@@ -207,14 +277,18 @@ void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order)
 	zone_maybe_release(z);
 }
 
-/* Map the two parts of a region: the span itself and its descriptors. */
+/* Map the two parts of a region: the span itself and its descriptors (the
+ * zeroed descriptors of a region unmapped before, if the zone keeps one:
+ * unmap.c). */
 static struct pc_region *region_map(struct pc_zone *z)
 {
 	char *base = os_map(PC_REGION_SIZE, PC_REGION_SIZE);
 	if (!base)
 		return NULL;
 	size_t meta_size = pc_align_up(sizeof(struct pc_region), PC_PAGE_SIZE);
-	struct pc_region *r = os_map(meta_size, PC_REGION_META_ALIGN);
+	struct pc_region *r = zone_spare_region(z);
+	if (!r)
+		r = os_map(meta_size, PC_REGION_META_ALIGN);
 	if (!r) {
 		os_unmap(base, PC_REGION_SIZE);
 		return NULL;
@@ -252,6 +326,7 @@ bool zone_grow(struct pc_zone *z)
 	pc_lock_acquire(&z->lock);
 	r->next = z->regions;
 	z->regions = r;
+	z->unkept_regions++;
 	z->managed_pages += PC_REGION_PAGES;
 	zone_seed_all_locked(z); /* what is left of the previous region, if any */
 	z->seed_region = r;

@@ -70,10 +70,11 @@ static bool check_free_areas(struct pc_zone *z, size_t *blocks)
 static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_blocks,
 			  size_t listed_runs)
 {
-	size_t buddy_heads = 0, pcp_heads = 0, run_heads = 0, managed = 0;
+	size_t buddy_heads = 0, pcp_heads = 0, run_heads = 0, managed = 0, unkept = 0;
 	for (struct pc_region *r = z->regions; r; r = r->next) {
 		size_t covered = 0;
 		managed += PC_REGION_PAGES;
+		unkept += !r->keep_mapped;
 		PC_PAGE_CHECK(pc_region_of(r->base) == r, "zone %u: region not in the table", z->id);
 		for (size_t i = 0; i < PC_REGION_PAGES; i++) {
 			struct pc_page *pg = &r->pages[i];
@@ -102,6 +103,8 @@ static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_bl
 		      z->id, run_heads, listed_runs);
 	PC_PAGE_CHECK(managed == z->managed_pages, "zone %u: managed %zu, regions %zu",
 		      z->id, z->managed_pages, managed);
+	PC_PAGE_CHECK(unkept == z->unkept_regions, "zone %u: unkept_regions %zu, regions %zu",
+		      z->id, z->unkept_regions, unkept);
 	return true;
 }
 

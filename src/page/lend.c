@@ -2,11 +2,13 @@
  * page/lend.c - lending free ranges of regions to huge blocks (issue 9,
  * "address space given back too").
  *
- * Regions are never unmapped (page.h says why), so after a peak of small and
- * large blocks their address space stays reserved; under a limit on address
- * space (RLIMIT_AS, `ulimit -v`) a huge block then finds no room for a
- * mapping of its own. So when the OS refuses that mapping, the huge block
- * borrows a range of contiguous free pages of a region instead: the range is
+ * A region that ever held a slab is never unmapped (page.h says why), and
+ * one that did not is unmapped only once wholly free (unmap.c), so after a
+ * peak of small and large blocks much of their address space may stay
+ * reserved; under a limit on address space (RLIMIT_AS, `ulimit -v`) a huge
+ * block then finds no room for a mapping of its own. So when the OS refuses
+ * that mapping even after the unmapping, the huge block borrows a range of
+ * contiguous free pages of a region instead: the range is
  * taken off the buddy lists (state PC_PG_LENT on its first page, aux = its
  * length) and handed out as it is, still mapped, still in the region table,
  * its descriptors untouched but for the head. Given back, it is freed into

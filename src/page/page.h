@@ -6,28 +6,49 @@
  * their size; each region belongs to one zone and carries one struct pc_page
  * per 4 KiB page in a separate metadata mapping. A global region table maps
  * any address to its region in O(1), so pc_page_of() finds the descriptor of
- * any page we own without searching. Regions are never unmapped: free memory
- * goes back to the OS with madvise, and a stale read of a freed page (the
- * slab fast path does this, as SLUB does) sees zeroes, never a fault.
+ * any page we own without searching. Free memory goes back to the OS with
+ * madvise (release.c); a wholly free region may also be unmapped (unmap.c),
+ * under the rule below.
  *
- * Why never unmapped, and what is safe instead (issue 9, item 5). Lock-free
- * readers may touch a region's memory and descriptors after the pages they
- * look at were freed: the slab alloc fast path reads the next pointer of an
- * object that another thread may have taken, emptied its slab with, and
- * freed back to the zone (its cmpxchg16b then fails, but the read happened);
- * the double-free check and pc_page_of() read descriptors of any pointer
- * handed to free. No reader announces itself (no epoch, no hazard pointer),
- * so there is no moment at which a wholly free region is known to be
- * unread: munmap of its span could turn such a read into SIGSEGV, and
- * unmapping its descriptors likewise. MADV_DONTNEED is safe (the read sees
- * zeroes) but keeps the address space, which is what RLIMIT_AS counts; so
- * is replacing the span with MAP_FIXED PROT_NONE (still counted, and now a
- * read faults). What is safe and does give the address space back to whoever
- * needs it is lending (lend.c): a range of free buddy pages, still mapped,
- * still in the table, is handed to a huge block when the OS refuses the huge
- * block a mapping of its own; a stale read of it sees the huge block's data,
- * as it would see any other block's that reused the page, and the huge
- * block never unmaps or remaps it (it goes back to the buddy lists on free).
+ * Which memory lock-free readers may touch after it was freed (issue 9,
+ * item 5), and therefore what may be unmapped:
+ *   - slab memory: the slab alloc fast path reads the next pointer of an
+ *     object that another thread may have taken, emptied its slab with and
+ *     freed back to the zone (its cmpxchg16b then fails, but the read
+ *     happened); statistics read the count of a sheaf (a slab object) that
+ *     its thread may have freed. No such reader announces itself (no epoch,
+ *     no hazard pointer), so no moment is known at which nobody reads a
+ *     page that once held a slab. Slabs are the only users of
+ *     pc_alloc_pages; so a region any of whose pages was ever handed out by
+ *     pc_alloc_pages (its keep_mapped flag, set at the hand-out under the
+ *     zone lock and never cleared) is never unmapped.
+ *   - the region table and the descriptors: pc_page_of() on any pointer
+ *     handed to free (a foreign, stale or doubly freed one included), the
+ *     double-free check and malloc's classify() read the table entry and
+ *     then the page's descriptor without a lock. So the descriptor mapping
+ *     of a region is never unmapped: an unmapped region's table entry is
+ *     cleared first (a reader then sees no region, or the old one), its
+ *     descriptors are zeroed (a stale reader sees PC_PG_NONE: not a block,
+ *     the pointer is reported as invalid) and the mapping waits on its
+ *     zone's spare list for the next region the zone maps.
+ *   - runs (malloc's medium and large blocks) and lent ranges (huge
+ *     blocks) are read only by their owner; a free of a stale pointer into
+ *     them reads descriptors only (above). So the span of a region that
+ *     never held a pc_alloc_pages block may be unmapped once every page of
+ *     it is free on the buddy lists: by pc_page_trim; by pc_page_unmap_free,
+ *     which malloc calls when the OS refuses a huge block its mapping,
+ *     before borrowing; and by release passes, once a zone holds a whole
+ *     region of free memory already given back (clean), keeping one region
+ *     per zone. A huge block may then be mapped at the old address: the
+ *     table entry was cleared before the munmap, so pc_page_of() on it says
+ *     "no region".
+ *
+ * Lending (lend.c): when the OS refuses a huge block a mapping of its own
+ * even then, a range of free buddy pages, still mapped, still in the table,
+ * is handed to the huge block; a stale read of it sees the huge block's
+ * data, as it would see any other block's that reused the page, and the
+ * huge block never unmaps or remaps it (it goes back to the buddy lists on
+ * free).
  *
  * Delayed release (release.c): a dirty free block carries the page-clock time
  * it was freed (freed_ns); it goes back to the OS only once it has stayed
@@ -107,6 +128,8 @@
  *     to the buddy lists).
  *   - a page with state PC_PG_LENT heads a lent range of aux pages inside
  *     its region, and no free block, pcp entry or free run overlaps it.
+ *   - zone->unkept_regions == the regions on zone->regions without
+ *     keep_mapped; managed_pages == PC_REGION_PAGES times the regions on it.
  */
 #ifndef PC_PAGE_H
 #define PC_PAGE_H
@@ -201,7 +224,11 @@ struct pc_zone;
 struct pc_region {
 	char *base;             /* PC_REGION_SIZE aligned */
 	struct pc_zone *zone;
-	struct pc_region *next; /* zone->regions, under zone->lock */
+	struct pc_region *next; /* zone->regions or zone->spare_regions, under zone->lock */
+	/* Some page of it was handed out by pc_alloc_pages (maybe a slab): never
+	 * unmapped (top of the file). Set under zone->lock, never cleared while
+	 * the region is mapped; written only when false (a read-mostly line). */
+	bool keep_mapped;
 	struct pc_page pages[PC_REGION_PAGES] PC_CACHE_ALIGNED;
 };
 /* The metadata mapping is aligned to this, so a descriptor finds its region
@@ -244,6 +271,7 @@ struct pc_zone_stats {
 	_Atomic uint64_t drains, drain_pages;         /* bulk moves pcp -> zone */
 	_Atomic uint64_t fallbacks;                   /* served by another zone */
 	_Atomic uint64_t regions_mapped, map_failures;
+	_Atomic uint64_t regions_unmapped;            /* unmap.c, always kept */
 	_Atomic uint64_t released_pages, release_calls;
 	_Atomic uint64_t pcp_frees;                   /* frees taken by the pcp */
 	_Atomic uint64_t lent_pages;                  /* pages lent now (lend.c), always kept */
@@ -278,6 +306,10 @@ struct pc_zone {
 	size_t run_dirty_pages;       /* in free runs that may be resident */
 	_Atomic size_t run_dirty_hint; /* its copy for lock-free looks */
 	struct pc_region *regions;
+	/* Under lock: descriptor mappings of regions unmapped (unmap.c), zeroed,
+	 * reused by zone_grow before it maps new ones. */
+	struct pc_region *spare_regions;
+	size_t unkept_regions; /* under lock: regions without keep_mapped */
 	struct pc_mutex grow_lock;
 	unsigned node, instance, id;
 	struct pc_pcp *pcp;    /* [os_cpu_count()] */
@@ -338,14 +370,21 @@ void pc_run_shrink(void *p, size_t pages, size_t to);
  * The caller must never unmap or remap any of it. *fresh tells whether all
  * of it was never touched (reads zero). NULL if no region has such a range
  * on its buddy lists (per-CPU lists and the run heap are not searched: drain
- * and reclaim first). pc_page_unlend gives it back (the same pages count);
+ * and reclaim first; and a wholly free region is better unmapped:
+ * pc_page_unmap_free). pc_page_unlend gives it back (the same pages count);
  * it aborts on anything that is not a lent range.
  */
 void *pc_page_lend(size_t pages, bool *fresh);
 void pc_page_unlend(void *p, size_t pages);
-/* Drain every per-CPU list and return all free memory to the OS. Returns the
- * bytes released. */
+/* Drain every per-CPU list and return all free memory to the OS, then unmap
+ * the regions that may be (pc_page_unmap_free). Returns the bytes released. */
 size_t pc_page_trim(void);
+/* Unmap every region of every zone that is wholly free on the buddy lists
+ * and never held a block of pc_alloc_pages (top of the file says why that
+ * is the rule), giving its address space back to the OS. Does not drain the
+ * per-CPU lists. Returns the number of regions unmapped. Call with no page
+ * lock held. */
+size_t pc_page_unmap_free(void);
 /* Drain the per-CPU lists of every zone for every CPU. */
 void pc_page_drain_all(void);
 /* Release, in every zone, the free memory that has stayed free longer than
@@ -448,7 +487,7 @@ PC_INLINE void *pc_page_address(const struct pc_page *pg)
 		}                                \
 	} while (0)
 /* "buddy.c" */
-struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order);
+struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool kept);
 void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem);
 void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order);
 bool zone_grow(struct pc_zone *z);
@@ -469,6 +508,10 @@ bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigne
 void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages);
 void pcp_init(struct pc_pcp *pcp);
 void pcp_decay(struct pc_zone *z);
+/* "unmap.c" */
+size_t zone_unmap_free(struct pc_zone *z, bool clean_only, size_t keep_regions);
+void zone_unmap_maybe(struct pc_zone *z);
+struct pc_region *zone_spare_region(struct pc_zone *z);
 /* "topology.c" */
 bool page_numa_bind(void);
 /* "run.c" */

@@ -33,7 +33,7 @@ static size_t req_pages(const struct page_req *rq)
 static struct pc_page *zone_alloc_req_locked(struct pc_zone *z, const struct page_req *rq)
 {
 	struct pc_page *pg = rq->pages ? zone_run_alloc_locked(z, rq->pages, rq->align_pages)
-				       : zone_alloc_block_locked(z, rq->order);
+				       : zone_alloc_block_locked(z, rq->order, true);
 	if (pg)
 		pc_pg_set_state(pg, PC_PG_ALLOC);
 	return pg;
@@ -349,6 +349,7 @@ size_t pc_page_trim(void)
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 	}
+	pc_page_unmap_free(); /* the regions wholly free now, if they may be */
 	pc_page_check_at("after trim");
 	return released;
 }

@@ -103,7 +103,7 @@ static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, uns
 
 	pc_lock_acquire(&z->lock);
 	for (; got < want; got++) {
-		struct pc_page *pg = run ? zone_run_alloc_locked(z, run, 1) : zone_alloc_block_locked(z, order);
+		struct pc_page *pg = run ? zone_run_alloc_locked(z, run, 1) : zone_alloc_block_locked(z, order, true);
 		if (!pg)
 			break;
 		pcp_mark(pg, pages);

@@ -156,6 +156,7 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now)
 	size_t released = zone_release_until(z, due_before, bound_pages(used));
 	/* free runs in chunks still partly used: by age only (run.c) */
 	released += zone_run_release_due(z, due_before);
+	zone_unmap_maybe(z); /* whole regions given back: their address space */
 	pc_store_release(&z->releasing, 0);
 	return released;
 }

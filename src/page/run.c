@@ -157,7 +157,7 @@ static void run_free_range(struct pc_zone *z, struct pc_region *r, size_t idx, s
 /* A new chunk from the buddy lists, its pages one free run; false if none. */
 static bool run_grow_heap(struct pc_zone *z)
 {
-	struct pc_page *pg = zone_alloc_block_locked(z, PC_MAX_ORDER);
+	struct pc_page *pg = zone_alloc_block_locked(z, PC_MAX_ORDER, false);
 	if (!pg)
 		return false;
 	struct pc_region *r = pc_page_region(pg);

@@ -183,9 +183,9 @@ static void collect_zone(struct pc_stats_snapshot *s, struct pc_zone *z)
 	struct pc_stats_zone *r = &s->zones[s->nr_zones];
 	char name[48];
 	r->node = z->node;
-	/* regions only grow, each by PC_REGION_PAGES: the count is exact
-	 * without the zone lock (managed_pages itself is under it). */
-	r->managed_pages = pc_load_relaxed(&st->regions_mapped) * PC_REGION_PAGES;
+	/* managed_pages is under the zone lock; its copy for lock-free looks
+	 * (regions are mapped and unmapped, so the mapped count is not it). */
+	r->managed_pages = pc_load_relaxed(&z->managed_hint);
 	r->free_pages = pc_load_relaxed(&z->free_hint);
 	r->dirty_pages = pc_load_relaxed(&z->dirty_hint);
 	r->pcp_pages = zone_pcp_pages(z);

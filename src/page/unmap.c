@@ -1,0 +1,159 @@
+/*
+ * page/unmap.c - giving wholly free regions back to the OS (issue 9, item
+ * 5: "address space given back too").
+ *
+ * After a peak, free memory goes back to the OS with madvise (release.c),
+ * but the address space of the regions stays reserved, and under a limit on
+ * address space (RLIMIT_AS, `ulimit -v`) the program can then map nothing
+ * else. So a region every page of which is free on the buddy lists (its 16
+ * chunks are free blocks of PC_MAX_ORDER, or not yet seeded) is unmapped,
+ * unless it ever held a block of pc_alloc_pages (keep_mapped: slab memory
+ * that lock-free readers may still read; page.h, top comment, gives the
+ * rule and the readers). Its span is unmapped; its descriptors are not
+ * (lock-free readers of the table may still look at them): its table entry
+ * is cleared first, then the span unmapped, the descriptors zeroed, and the
+ * descriptor mapping kept on the zone's spare list, which zone_grow uses
+ * before it maps a new one.
+ *
+ * When: pc_page_trim (all of them); pc_page_unmap_free (malloc, when the OS
+ * refuses a huge block its mapping); and release passes (zone_unmap_maybe),
+ * once the zone holds a whole region of free memory already released
+ * (clean: so a region is not unmapped while its pages might be reused warm)
+ * and keeping one region per zone, so that a small program that cycles
+ * memory does not map and unmap a region each time.
+ *
+ * Locking: the region list, the free lists and spare_regions are under
+ * zone->lock; the munmap and the zeroing run with it dropped, on a region
+ * that is then on no list and in no table entry (only stale lock-free
+ * readers may look at its descriptors).
+ */
+#include "page.h"
+
+#include <string.h>
+
+#define CHUNK_PAGES ((size_t)1 << PC_MAX_ORDER)
+
+/* Pages [0, end) of r are on the free lists or in use; the rest of r is the
+ * part of the seed region not seeded yet (buddy.c), free. */
+static size_t seeded_end(const struct pc_zone *z, const struct pc_region *r)
+{
+	return r == z->seed_region ? PC_REGION_PAGES - z->seed_pages : PC_REGION_PAGES;
+}
+
+/* Under z->lock: whether r may be unmapped now: it never held a block of
+ * pc_alloc_pages and every chunk of it is a free block (with clean_only,
+ * none of them dirty). Coalescing is complete, so a wholly free chunk is
+ * one free block of PC_MAX_ORDER. */
+static bool region_unmappable_locked(const struct pc_zone *z, const struct pc_region *r,
+				     bool clean_only)
+{
+	if (r->keep_mapped)
+		return false;
+	for (size_t i = 0; i < seeded_end(z, r); i += CHUNK_PAGES) {
+		const struct pc_page *pg = &r->pages[i];
+		if (pc_pg_state(pg) != PC_PG_BUDDY || pc_pg_order(pg) != PC_MAX_ORDER)
+			return false;
+		if (clean_only && pg->mem == PC_MEM_DIRTY)
+			return false;
+	}
+	return true;
+}
+
+/* Under z->lock: take r's chunks off the free lists, r off the zone's list
+ * and its table entry; z's counters shrink by a region. */
+static void region_detach_locked(struct pc_zone *z, struct pc_region *r)
+{
+	for (size_t i = 0; i < seeded_end(z, r); i += CHUNK_PAGES)
+		zone_take_block_locked(z, &r->pages[i], PC_MAX_ORDER);
+	if (r == z->seed_region) {
+		z->free_pages -= z->seed_pages;
+		z->seed_pages = 0;
+		z->seed_region = NULL;
+	}
+	struct pc_region **link = &z->regions;
+	while (*link != r)
+		link = &(*link)->next;
+	*link = r->next;
+	z->unkept_regions--;
+	z->managed_pages -= PC_REGION_PAGES;
+	/* Release: pairs with pc_region_of's acquire (a reader that sees NULL
+	 * sees no region; one that still sees r reads descriptors that stay
+	 * mapped). Before the munmap, so that a huge block mapped at the old
+	 * address later is never taken for a page of r. */
+	pc_store_release(&pc_region_table[(uintptr_t)r->base >> PC_REGION_SHIFT], NULL);
+}
+
+/* Zero the descriptors of a detached region, as a new mapping's are: the
+ * pages after the first by madvise (no RSS kept), the first (it holds the
+ * header) by hand. A stale reader sees PC_PG_NONE or an old value. */
+static void region_scrub(struct pc_region *r)
+{
+	char *first = (char *)r->pages, *end = (char *)(r->pages + PC_REGION_PAGES);
+	char *rest = (char *)pc_align_up((uintptr_t)first, PC_PAGE_SIZE);
+	memset(first, 0, (size_t)(rest - first));
+	size_t bytes = pc_align_up((uintptr_t)end, PC_PAGE_SIZE) - (uintptr_t)rest;
+	if (os_release(rest, bytes) != 0)
+		memset(rest, 0, (size_t)(end - rest)); /* mlocked: zero it by hand */
+	r->keep_mapped = false;
+}
+
+size_t zone_unmap_free(struct pc_zone *z, bool clean_only, size_t keep_regions)
+{
+	size_t unmapped = 0;
+	for (;;) {
+		struct pc_region *r = NULL;
+		pc_lock_acquire(&z->lock);
+		if (z->managed_pages > keep_regions * PC_REGION_PAGES)
+			for (r = z->regions; r && !region_unmappable_locked(z, r, clean_only); r = r->next)
+				;
+		if (r)
+			region_detach_locked(z, r);
+		zone_publish_hints_locked(z);
+		pc_lock_release(&z->lock);
+		if (!r)
+			return unmapped;
+		os_unmap(r->base, PC_REGION_SIZE);
+		region_scrub(r);
+		pc_lock_acquire(&z->lock);
+		r->next = z->spare_regions;
+		z->spare_regions = r;
+		pc_lock_release(&z->lock);
+		pc_add_relaxed(&z->stats.regions_unmapped, 1);
+		unmapped++;
+	}
+}
+
+/* From a release pass (no lock held): unmap clean free regions beyond the
+ * first, if the zone holds a whole region of clean free memory at all (two
+ * relaxed loads when it does not). */
+void zone_unmap_maybe(struct pc_zone *z)
+{
+	size_t free = pc_load_relaxed(&z->free_hint), dirty = pc_load_relaxed(&z->dirty_hint);
+	if (pc_likely(free < dirty + PC_REGION_PAGES) ||
+	    pc_load_relaxed(&z->managed_hint) <= PC_REGION_PAGES)
+		return;
+	zone_unmap_free(z, true, 1);
+}
+
+/* A descriptor mapping from the zone's spare list (zeroed), or NULL. */
+struct pc_region *zone_spare_region(struct pc_zone *z)
+{
+	pc_lock_acquire(&z->lock);
+	struct pc_region *r = z->spare_regions;
+	if (r)
+		z->spare_regions = r->next;
+	pc_lock_release(&z->lock);
+	if (r)
+		r->next = NULL;
+	return r;
+}
+
+size_t pc_page_unmap_free(void)
+{
+	size_t unmapped = 0;
+	if (!pc_page_try_init())
+		return 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		unmapped += zone_unmap_free(pc_zone_get(i), false, 0);
+	return unmapped;
+}

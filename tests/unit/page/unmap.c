@@ -1,0 +1,227 @@
+/*
+ * tests/unit/page/unmap.c - wholly free regions go back to the OS (unmap.c,
+ * issue 9 item 5: address space given back), except those that ever held a
+ * block of pc_alloc_pages (page.h, top comment: lock-free readers of slab
+ * memory).
+ *
+ * One zone instance, the thread pinned to CPU 0, so that every request goes
+ * to one zone; runs of a whole chunk (PC_RUN_MAX_PAGES pages: more than
+ * PC_PCP_MAX_RUN, so they bypass the per-CPU lists). Nothing depends on
+ * timing: the delay is an hour and the page clock is moved by hand.
+ *
+ *  trim_unmaps            REGIONS regions of runs freed: pc_page_trim unmaps
+ *                         them all; the zone's managed pages and the
+ *                         process's address space shrink by that much; the
+ *                         table has no entry for them; a stale pointer into
+ *                         one finds no descriptor; runs allocated again work
+ *                         (the descriptor mappings are reused).
+ *  slab_region_stays      a region that handed out one pc_alloc_pages block
+ *                         stays mapped after that block and everything else
+ *                         is freed and trimmed, and keeps its flag.
+ *  placement              with a pinned region A and a new region B that
+ *                         both have dirty free chunks: runs come from B,
+ *                         pc_alloc_pages blocks from A, and B is unmapped
+ *                         after a trim.
+ *  release_pass_unmaps    a release pass unmaps clean free regions beyond
+ *                         the first, not dirty ones before the delay.
+ *  unmap_free_in_place    pc_page_unmap_free (malloc's call when a huge
+ *                         mapping is refused) unmaps without a trim and
+ *                         leaves the per-CPU lists alone.
+ */
+#define _GNU_SOURCE
+#include "page/page.h"
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#define CHUNK ((size_t)PC_RUN_MAX_PAGES)
+#define CHUNKS_PER_REGION (PC_REGION_PAGES / CHUNK)
+#define REGIONS 3
+#define MAX_RUNS (CHUNKS_PER_REGION * (REGIONS + 1))
+#define HOUR_MS 3600000L
+
+static struct pc_zone *zone;
+static char *runs[MAX_RUNS];
+
+static size_t regions(void)
+{
+	pc_lock_acquire(&zone->lock);
+	size_t n = zone->managed_pages / PC_REGION_PAGES;
+	pc_lock_release(&zone->lock);
+	return n;
+}
+
+static uint64_t unmapped(void)
+{
+	return pc_load_relaxed(&zone->stats.regions_unmapped);
+}
+
+/* Runs of a chunk each, n of them, one byte touched in each. */
+static void alloc_runs(size_t n)
+{
+	REQUIRE(n <= MAX_RUNS);
+	for (size_t i = 0; i < n; i++) {
+		runs[i] = pc_alloc_run(CHUNK);
+		REQUIRE(runs[i] != NULL);
+		REQUIRE(zone_of(runs[i]) == zone);
+		runs[i][0] = 1;
+	}
+}
+
+static void free_runs(size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (runs[i])
+			pc_free_run(runs[i], CHUNK);
+}
+
+static void reset(void)
+{
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS);
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1L << 22);
+	pc_page_trim();
+}
+
+TEST(trim_unmaps)
+{
+	reset();
+	size_t before = regions();
+	alloc_runs(REGIONS * CHUNKS_PER_REGION);
+	size_t peak = regions(), vm_peak = mapped_bytes();
+	CHECK(peak >= before + REGIONS);
+	char *stale = runs[0];
+	uint64_t u0 = unmapped();
+	free_runs(REGIONS * CHUNKS_PER_REGION);
+	CHECK_EQ(regions(), peak); /* freeing unmaps nothing before the delay */
+	pc_page_trim();
+	CHECK_EQ(unmapped() - u0, peak - before);
+	CHECK_EQ(regions(), before);
+	CHECK(vm_peak - mapped_bytes() >= (peak - before) * PC_REGION_SIZE);
+	CHECK(pc_page_of(stale) == NULL); /* its table entry is gone */
+	CHECK(pc_page_check());
+	/* The address space comes back on demand; contents are fresh. */
+	alloc_runs(REGIONS * CHUNKS_PER_REGION);
+	CHECK_EQ(regions(), peak);
+	for (size_t i = 0; i < REGIONS * CHUNKS_PER_REGION; i++)
+		CHECK_EQ(runs[i][1], 0);
+	CHECK(pc_page_check());
+	free_runs(REGIONS * CHUNKS_PER_REGION);
+	pc_page_trim();
+	CHECK_EQ(regions(), before);
+}
+
+TEST(slab_region_stays)
+{
+	reset();
+	char *p = pc_alloc_pages(0);
+	REQUIRE(p != NULL && zone_of(p) == zone);
+	struct pc_region *r = pc_page_region(pc_page_of(p));
+	CHECK(r->keep_mapped);
+	alloc_runs(2 * CHUNKS_PER_REGION);
+	free_runs(2 * CHUNKS_PER_REGION);
+	pc_free_pages(p, 0);
+	pc_page_trim();
+	CHECK(pc_region_of(p) == r);
+	CHECK(r->keep_mapped);
+	CHECK(regions() >= 1);
+	CHECK(pc_page_check());
+}
+
+/* Index of the first run not in region r, or n. */
+static size_t first_outside(size_t n, const struct pc_region *r)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pc_region_of(runs[i]) != r)
+			return i;
+	return n;
+}
+
+TEST(placement)
+{
+	reset();
+	char *p = pc_alloc_pages(0); /* pins its region: A */
+	REQUIRE(p != NULL);
+	struct pc_region *a = pc_region_of(p);
+	REQUIRE(regions() == 1); /* every other region was unmapped by the trim */
+	/* Runs fill A, then spill into a new region B. */
+	alloc_runs(CHUNKS_PER_REGION + 1);
+	size_t out = first_outside(CHUNKS_PER_REGION + 1, a);
+	REQUIRE(out < CHUNKS_PER_REGION + 1);
+	struct pc_region *b = pc_region_of(runs[out]);
+	CHECK(!b->keep_mapped);
+	/* A's runs go, and B's first: both have dirty free chunks. */
+	for (size_t i = 0; i < CHUNKS_PER_REGION + 1; i++) {
+		if (pc_region_of(runs[i]) == a || i == out) {
+			pc_free_run(runs[i], CHUNK);
+			runs[i] = NULL;
+		}
+	}
+	char *run = pc_alloc_run(CHUNK);
+	REQUIRE(run != NULL);
+	CHECK(pc_region_of(run) == b);   /* runs rather from a region not pinned */
+	char *q = pc_alloc_pages(3);
+	REQUIRE(q != NULL);
+	CHECK(pc_region_of(q) == a);     /* slabs rather from the pinned one */
+	CHECK(!b->keep_mapped);
+	pc_free_run(run, CHUNK);
+	pc_free_pages(q, 3);
+	pc_free_pages(p, 0);
+	free_runs(CHUNKS_PER_REGION + 1);
+	uint64_t u0 = unmapped();
+	pc_page_trim();
+	CHECK_EQ(unmapped() - u0, 1);
+	CHECK(pc_region_of(p) == a);
+	CHECK_EQ(regions(), 1);
+	CHECK(pc_page_check());
+}
+
+TEST(release_pass_unmaps)
+{
+	reset();
+	size_t before = regions();
+	REQUIRE(before >= 1); /* the pinned region of the tests above */
+	alloc_runs(REGIONS * CHUNKS_PER_REGION);
+	size_t peak = regions();
+	free_runs(REGIONS * CHUNKS_PER_REGION);
+	pc_page_release_due(); /* not due: dirty regions stay */
+	CHECK_EQ(regions(), peak);
+	pc_page_clock_advance((uint64_t)HOUR_MS * 1000000u + 1000000u);
+	pc_page_release_due(); /* released, then unmapped (clean) */
+	CHECK_EQ(regions(), before);
+	CHECK(pc_page_check());
+}
+
+TEST(unmap_free_in_place)
+{
+	reset();
+	size_t before = regions();
+	alloc_runs(CHUNKS_PER_REGION * 2);
+	char *p = pc_alloc_run(1); /* a one-page run ends on the per-CPU list */
+	REQUIRE(p != NULL);
+	size_t peak = regions();
+	pc_free_run(p, 1);
+	int pcp = zone->pcp[os_cpu_current()].count;
+	CHECK(pcp > 0);
+	free_runs(CHUNKS_PER_REGION * 2);
+	size_t n = pc_page_unmap_free();
+	CHECK(n >= 1);
+	CHECK_EQ(regions(), peak - n);
+	CHECK(regions() >= before);
+	CHECK_EQ(zone->pcp[os_cpu_current()].count, pcp);
+	CHECK(pc_page_check());
+	pc_page_trim();
+}
+
+int main(void)
+{
+	REQUIRE(pc_option_set(PC_OPT_VM_ZONE_INSTANCES, 1, true) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_NUMA_FAKE, 0, true) == 0);
+	pc_page_init();
+	REQUIRE(pin_cpu(0));
+	zone = pc_zone_preferred(0);
+	RUN(trim_unmaps);
+	RUN(slab_region_stays);
+	RUN(placement);
+	RUN(release_pass_unmaps);
+	RUN(unmap_free_in_place);
+	return test_report();
+}
