@@ -162,9 +162,10 @@
  *   fast free reads tid (acquire), then c->slab, and commits only if tid is
  *   still the even value it read, so its object belongs to c->slab.
  *   The fast alloc reads the next pointer from an object that another thread
- *   may already have taken: slab memory stays mapped forever (regions are
- *   never unmapped, see page.h), so that read sees garbage at worst, and the
- *   compare-and-swap then fails because tid moved on.
+ *   may already have taken: slab memory stays mapped forever (a region
+ *   that held a slab is never unmapped, see page.h), so that read sees
+ *   garbage at worst, and the compare-and-swap then fails because tid
+ *   moved on.
  */
 #ifndef PC_SLAB_H
 #define PC_SLAB_H
