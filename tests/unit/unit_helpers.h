@@ -5,7 +5,9 @@
  * mapped size of the process, and the iteration scaling, clock and hang
  * watchdog of the lock tests. Static inline, so a test pays only for what it
  * calls. Include after test.h; the file must define _GNU_SOURCE (for
- * sched_setaffinity) before any include.
+ * sched_setaffinity) before any include. Also: dirty page totals, minor
+ * faults and residency (the release tests), a child process run (the tests
+ * under a limit on address space).
  */
 #ifndef PC_UNIT_HELPERS_H
 #define PC_UNIT_HELPERS_H
@@ -22,6 +24,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -126,7 +131,59 @@ static inline void check_coalesced_locked(bool lower_orders_empty)
 	}
 }
 
+/* Dirty free pages of every zone, read under the zone locks: on the buddy
+ * lists (dirty_pages), or in free runs of the run heaps (run_dirty_pages). */
+static inline size_t dirty_pages_total(bool runs)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		pc_lock_acquire(&z->lock);
+		n += runs ? z->run_dirty_pages : z->dirty_pages;
+		pc_lock_release(&z->lock);
+	}
+	return n;
+}
+
 /* ---- the process -------------------------------------------------------- */
+
+/* Minor page faults of the process so far (getrusage). */
+static inline long minor_faults(void)
+{
+	struct rusage ru;
+	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
+	return ru.ru_minflt;
+}
+
+/* Pages of [p, p + pages) resident (mincore; p page aligned). */
+static inline size_t resident_pages(const void *p, size_t pages)
+{
+	unsigned char vec[256];
+	size_t n = 0;
+	for (size_t done = 0; done < pages; done += sizeof vec) {
+		size_t part = pages - done < sizeof vec ? pages - done : sizeof vec;
+		REQUIRE(mincore((char *)(uintptr_t)p + (done << PC_PAGE_SHIFT), part << PC_PAGE_SHIFT,
+				vec) == 0);
+		for (size_t i = 0; i < part; i++)
+			n += vec[i] & 1;
+	}
+	return n;
+}
+
+/* Run fn in a forked child (for what must not touch the test process, such
+ * as a limit on address space) and check that it exits with 0; its nonzero
+ * exit code says which step failed. */
+static inline void check_in_child(int (*fn)(void))
+{
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(fn());
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+}
 
 /* Size of the process's address space (statm), in bytes. */
 static inline size_t mapped_bytes(void)

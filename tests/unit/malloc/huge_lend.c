@@ -22,14 +22,12 @@
  */
 #define _GNU_SOURCE
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include "malloc/malloc.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #define MiB ((size_t)1 << 20)
 #define FREED (256 * MiB)
@@ -40,18 +38,6 @@
 
 static void *small[MAX_SMALL];
 static char *huge[MAX_HUGE];
-
-static size_t vm_size(void)
-{
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (!f)
-		return 0;
-	unsigned long pages = 0;
-	if (fscanf(f, "%lu", &pages) != 1)
-		pages = 0;
-	fclose(f);
-	return pages * (size_t)sysconf(_SC_PAGESIZE);
-}
 
 /* FREED bytes of 4..64 KiB blocks; the count, or 0 if one failed. */
 static size_t fill_small(void)
@@ -109,7 +95,7 @@ static int child(void)
 	size_t n = fill_small();
 	if (n == 0)
 		return 4;
-	struct rlimit rl = { vm_size() + HEADROOM, 0 };
+	struct rlimit rl = { mapped_bytes() + HEADROOM, 0 };
 	rl.rlim_max = rl.rlim_cur;
 	if (rl.rlim_cur == HEADROOM || setrlimit(RLIMIT_AS, &rl) != 0)
 		return 5;
@@ -165,14 +151,7 @@ static int child(void)
 
 TEST(freed_space_serves_huge_blocks)
 {
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(child());
-	int status = 0;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status));
-	CHECK_EQ(WEXITSTATUS(status), 0);
+	check_in_child(child);
 }
 
 int main(void)

@@ -34,8 +34,6 @@
 #include "test.h"
 #include "unit/unit_helpers.h"
 
-#include <sys/resource.h>
-
 #define MiB ((size_t)1 << 20)
 #define BLOCK (PC_PAGE_SIZE << PC_MAX_ORDER)
 #define NBLOCKS 16 /* 64 MiB */
@@ -43,25 +41,6 @@
 #define DELAY_NS ((uint64_t)HOUR_MS * 1000000u)
 
 static char *blocks[NBLOCKS];
-
-static size_t dirty_total(void)
-{
-	size_t n = 0;
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		pc_lock_acquire(&z->lock);
-		n += z->dirty_pages;
-		pc_lock_release(&z->lock);
-	}
-	return n;
-}
-
-static long minor_faults(void)
-{
-	struct rusage ru;
-	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
-	return ru.ru_minflt;
-}
 
 static void alloc_touch(int pattern)
 {
@@ -86,7 +65,7 @@ static void reset(void)
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1L << 20);
 	set_opt(PC_OPT_VM_RELEASE_ADVICE, 0);
 	pc_page_trim();
-	REQUIRE(dirty_total() == 0);
+	REQUIRE(dirty_pages_total(false) == 0);
 }
 
 TEST(reuse_within_delay)
@@ -94,7 +73,7 @@ TEST(reuse_within_delay)
 	reset();
 	alloc_touch(0x11);
 	free_all();
-	CHECK(dirty_total() >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT));
+	CHECK(dirty_pages_total(false) >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT));
 	CHECK_EQ(pc_page_release_due(), 0); /* nothing is due yet */
 	long f0 = minor_faults();
 	alloc_touch(0x22); /* the dirty blocks come first: resident, no faults */
@@ -111,15 +90,15 @@ TEST(released_after_delay)
 	reset();
 	alloc_touch(0x33);
 	free_all();
-	size_t dirty = dirty_total();
+	size_t dirty = dirty_pages_total(false);
 	size_t r1 = os_resident_bytes();
 	pc_page_clock_advance(DELAY_NS / 2);
 	CHECK_EQ(pc_page_release_due(), 0);
-	CHECK_EQ(dirty_total(), dirty);
+	CHECK_EQ(dirty_pages_total(false), dirty);
 	pc_page_clock_advance(DELAY_NS / 2 + 1000000);
 	size_t released = pc_page_release_due();
 	CHECK(released >= NBLOCKS * BLOCK);
-	CHECK_EQ(dirty_total(), 0);
+	CHECK_EQ(dirty_pages_total(false), 0);
 	CHECK(os_resident_bytes() + 48 * MiB <= r1);
 	long f0 = minor_faults();
 	alloc_touch(0x44); /* released: every page faults in again */
@@ -135,7 +114,7 @@ TEST(delay_zero)
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 0); /* live */
 	for (int i = 0; i < NBLOCKS; i++) {
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
-		CHECK_EQ(dirty_total(), 0);
+		CHECK_EQ(dirty_pages_total(false), 0);
 	}
 	CHECK(pc_page_check());
 }
@@ -149,7 +128,7 @@ TEST(bound_oldest_first)
 		pc_page_clock_advance(1000000); /* 1 ms apart: a strict age order */
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
 	}
-	CHECK(dirty_total() <= 2048);
+	CHECK(dirty_pages_total(false) <= 2048);
 	/* The newest block is the one kept; the first freed was released. */
 	struct pc_page *first = pc_page_of(blocks[0]), *last = pc_page_of(blocks[NBLOCKS - 1]);
 	CHECK_EQ(pc_pg_state(first), PC_PG_BUDDY);
@@ -164,10 +143,10 @@ TEST(trim_at_once)
 	reset();
 	alloc_touch(0x77);
 	free_all();
-	size_t dirty = dirty_total();
+	size_t dirty = dirty_pages_total(false);
 	CHECK(dirty >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT));
 	CHECK_EQ(pc_page_trim(), dirty << PC_PAGE_SHIFT);
-	CHECK_EQ(dirty_total(), 0);
+	CHECK_EQ(dirty_pages_total(false), 0);
 }
 
 /* Wait (no time limit: the verdict never depends on how long) until the
@@ -193,10 +172,10 @@ TEST(thread_live)
 	alloc_touch(0x88);
 	free_all();
 	wait_two_passes();
-	CHECK(dirty_total() >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)); /* not due yet */
+	CHECK(dirty_pages_total(false) >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)); /* not due yet */
 	pc_page_clock_advance(DELAY_NS + 1000000);
 	wait_two_passes();
-	CHECK_EQ(dirty_total(), 0); /* the thread released it, nobody else ran */
+	CHECK_EQ(dirty_pages_total(false), 0); /* the thread released it, nobody else ran */
 	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
 	while (pc_page_release_thread_running())
 		usleep(1000);
@@ -215,10 +194,10 @@ TEST(lazy_advice)
 	set_opt(PC_OPT_VM_RELEASE_ADVICE, 1);
 	alloc_touch(0x99);
 	free_all();
-	size_t dirty = dirty_total();
+	size_t dirty = dirty_pages_total(false);
 	pc_page_clock_advance(DELAY_NS + 1000000);
 	CHECK_EQ(pc_page_release_due(), dirty << PC_PAGE_SHIFT);
-	CHECK_EQ(dirty_total(), 0);
+	CHECK_EQ(dirty_pages_total(false), 0);
 	alloc_touch(0xaa); /* usable again, whatever the kernel did */
 	for (int i = 0; i < NBLOCKS; i++)
 		CHECK_EQ((unsigned char)blocks[i][BLOCK - 1], 0xaa);

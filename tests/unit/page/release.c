@@ -28,18 +28,6 @@ static size_t nblocks;
 static char *written[MAX_BLOCKS];
 static size_t nwritten;
 
-static size_t dirty_total(void)
-{
-	size_t n = 0;
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		pc_lock_acquire(&z->lock);
-		n += z->dirty_pages;
-		pc_lock_release(&z->lock);
-	}
-	return n;
-}
-
 static void note_written(char *p)
 {
 	for (size_t i = 0; i < nwritten; i++)
@@ -84,7 +72,7 @@ TEST(release_at_watermark)
 			r1 / MiB, r2 / MiB);
 	/* What stays dirty is bounded by the watermark (8 MiB = 2048 pages):
 	 * nothing is in use any more (zone_maybe_release). */
-	CHECK(dirty_total() <= 2048);
+	CHECK(dirty_pages_total(false) <= 2048);
 	CHECK(pc_page_check());
 }
 
@@ -92,28 +80,28 @@ TEST(trim_above_high_watermark)
 {
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 1L << 20, false) == 0); /* 1 GiB */
 	pc_page_drain_all();
-	size_t dirty0 = dirty_total();
+	size_t dirty0 = dirty_pages_total(false);
 	alloc_touch(128 * MiB, 0x22);
 	size_t r1 = os_resident_bytes();
 	free_blocks();
 	size_t r2 = os_resident_bytes();
 	/* Under the watermark: nothing released, it stays resident. */
 	CHECK(r2 + 16 * MiB >= r1);
-	CHECK(dirty_total() >= (128 * MiB >> PC_PAGE_SHIFT));
-	CHECK(dirty_total() <= dirty0 + (128 * MiB >> PC_PAGE_SHIFT));
+	CHECK(dirty_pages_total(false) >= (128 * MiB >> PC_PAGE_SHIFT));
+	CHECK(dirty_pages_total(false) <= dirty0 + (128 * MiB >> PC_PAGE_SHIFT));
 	CHECK(pc_page_check());
 
 	uint64_t rel_pages = 0;
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		rel_pages += atomic_load(&pc_zone_get(i)->stats.released_pages);
 	pc_page_drain_all();
-	size_t dirty = dirty_total();
+	size_t dirty = dirty_pages_total(false);
 	size_t released = pc_page_trim();
 	size_t r3 = os_resident_bytes();
 	CHECK(released >= 120 * MiB);
 	CHECK_EQ(released, dirty << PC_PAGE_SHIFT); /* all the dirty pages, once */
 	CHECK(r3 + 100 * MiB <= r2);
-	CHECK_EQ(dirty_total(), 0);
+	CHECK_EQ(dirty_pages_total(false), 0);
 	uint64_t rel_pages2 = 0;
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		rel_pages2 += atomic_load(&pc_zone_get(i)->stats.released_pages);

@@ -26,35 +26,9 @@
 #include "test.h"
 #include "unit/unit_helpers.h"
 
-#include <sys/mman.h>
-
 #define RUN_PAGES 100 /* pages: more than PC_PCP_MAX_RUN */
 #define HOUR_MS 3600000L
 #define DELAY_NS ((uint64_t)HOUR_MS * 1000000u)
-
-static size_t run_dirty_total(void)
-{
-	size_t n = 0;
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		pc_lock_acquire(&z->lock);
-		n += z->run_dirty_pages;
-		pc_lock_release(&z->lock);
-	}
-	return n;
-}
-
-/* Pages of [p, p + pages) resident. */
-static size_t resident_pages(void *p, size_t pages)
-{
-	unsigned char vec[RUN_PAGES * 4];
-	REQUIRE(pages <= sizeof vec);
-	REQUIRE(mincore(p, pages << PC_PAGE_SHIFT, vec) == 0);
-	size_t n = 0;
-	for (size_t i = 0; i < pages; i++)
-		n += vec[i] & 1;
-	return n;
-}
 
 static void reset(void)
 {
@@ -62,7 +36,7 @@ static void reset(void)
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1L << 20);
 	set_opt(PC_OPT_VM_RELEASE_ADVICE, 0);
 	pc_page_trim();
-	REQUIRE(run_dirty_total() == 0);
+	REQUIRE(dirty_pages_total(true) == 0);
 }
 
 /* Three runs cut one after the other from one chunk: a, b, c adjacent. */
@@ -91,15 +65,15 @@ TEST(released_after_delay)
 	char *a, *b, *c;
 	three_runs(&a, &b, &c);
 	pc_free_run(b, RUN_PAGES);
-	CHECK_EQ(run_dirty_total(), RUN_PAGES);
+	CHECK_EQ(dirty_pages_total(true), RUN_PAGES);
 	CHECK_EQ(resident_pages(b, RUN_PAGES), RUN_PAGES);
 	pc_page_clock_advance(DELAY_NS / 2);
 	pc_page_release_due();
-	CHECK_EQ(run_dirty_total(), RUN_PAGES);
+	CHECK_EQ(dirty_pages_total(true), RUN_PAGES);
 	CHECK_EQ(resident_pages(b, RUN_PAGES), RUN_PAGES);
 	pc_page_clock_advance(DELAY_NS / 2 + 1000000);
 	CHECK(pc_page_release_due() >= (size_t)RUN_PAGES << PC_PAGE_SHIFT);
-	CHECK_EQ(run_dirty_total(), 0);
+	CHECK_EQ(dirty_pages_total(true), 0);
 	CHECK_EQ(resident_pages(b, RUN_PAGES), 0);
 	CHECK_EQ(resident_pages(a, RUN_PAGES), RUN_PAGES);
 	CHECK_EQ(resident_pages(c, RUN_PAGES), RUN_PAGES);
@@ -148,9 +122,9 @@ TEST(trim_once)
 	char *a, *b, *c;
 	three_runs(&a, &b, &c);
 	pc_free_run(b, RUN_PAGES);
-	CHECK_EQ(run_dirty_total(), RUN_PAGES);
+	CHECK_EQ(dirty_pages_total(true), RUN_PAGES);
 	CHECK(pc_page_trim() >= (size_t)RUN_PAGES << PC_PAGE_SHIFT);
-	CHECK_EQ(run_dirty_total(), 0);
+	CHECK_EQ(dirty_pages_total(true), 0);
 	CHECK_EQ(resident_pages(b, RUN_PAGES), 0);
 	CHECK(filled(a, RUN_PAGES << PC_PAGE_SHIFT, 0xa1));
 	pc_free_run(a, RUN_PAGES);
