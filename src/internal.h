@@ -67,6 +67,8 @@ __attribute__((noreturn)) void pc_assert_fail(const char *expr, const char *file
 __attribute__((noreturn, format(printf, 1, 2))) void pc_fatal(const char *fmt, ...);
 /* Message on stderr, formatted into a stack buffer. Never allocates. */
 __attribute__((format(printf, 1, 2))) void pc_message(const char *fmt, ...);
+/* One line on stderr with no prefix (the lines of a multi-line report). */
+__attribute__((format(printf, 1, 2))) void pc_report(const char *fmt, ...);
 
 /* ---- atomics: order in the name ----------------------------------------- */
 /* An acquire fence: the loads before it happen before the loads after it

@@ -43,7 +43,7 @@ int pcmalloc_ctl_set(const char *name, long value)
 		return -1;
 	}
 	pc_options_init(); /* the environment first, so this call wins */
-	if (o == PC_OPT_STATS_FILE) { /* a path: only pcmalloc_ctl_set_text */
+	if (pc_option_is_text((enum pc_option)o)) { /* only pcmalloc_ctl_set_text */
 		errno = EINVAL;
 		return -1;
 	}

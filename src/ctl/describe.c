@@ -1,7 +1,8 @@
 /*
  * ctl/describe.c - tunables as a user sees them: names of enum values, the
- * path of stats.file, validation with one clear message per rejected entry,
- * what a computed default resolved to, and the PCMALLOC_OPTIONS=help table.
+ * path of stats.file, the text of slub.debug (slub_debug.c), validation
+ * with one clear message per rejected entry, what a computed default
+ * resolved to, and the PCMALLOC_OPTIONS=help table.
  *
  * Shared by every way of setting a tunable (PCMALLOC_OPTIONS, PCMALLOC_<NAME>,
  * pcmalloc_ctl_set_text, pcmalloc-ctl), so that all give the same messages.
@@ -60,6 +61,8 @@ long pc_option_resolved(enum pc_option o)
 
 const char *pc_option_text(enum pc_option o)
 {
+	if (o == PC_OPT_SLUB_DEBUG)
+		return pc_slub_debug_text();
 	return o == PC_OPT_STATS_FILE && pc_option(o) ? stats_file_path : "";
 }
 
@@ -71,6 +74,10 @@ void pc_option_range(enum pc_option o, char *buf, size_t size)
 	long lo = pc_option_min(o), hi = pc_option_max(o);
 	if (o == PC_OPT_STATS_FILE) {
 		snprintf(buf, size, "PATH");
+		return;
+	}
+	if (o == PC_OPT_SLUB_DEBUG) {
+		snprintf(buf, size, "FZPUT|-[:CACHE..][;..]");
 		return;
 	}
 	if (pc_option_value_name(o, lo) != NULL) {
@@ -97,6 +104,8 @@ static void format_value(enum pc_option o, long v, char *buf, size_t size)
 	const char *name = pc_option_value_name(o, v);
 	if (o == PC_OPT_STATS_FILE)
 		copy_text(buf, size, v ? stats_file_path : "");
+	else if (o == PC_OPT_SLUB_DEBUG)
+		copy_text(buf, size, v ? pc_slub_debug_text() : "");
 	else if (name != NULL)
 		copy_text(buf, size, name);
 	else
@@ -117,6 +126,8 @@ static int check_value(enum pc_option o, const char *text, long *v, char *why, s
 		snprintf(why, size, "path longer than %zu bytes", sizeof(stats_file_path) - 1);
 		return EINVAL;
 	}
+	if (o == PC_OPT_SLUB_DEBUG)
+		return pc_slub_debug_parse(text, v, why, size);
 	if (pc_option_parse_value(o, text, v) != 0) {
 		snprintf(why, size, "'%s' is not %s; accepted: %s", text,
 			 pc_option_value_name(o, pc_option_min(o)) ? "a known name" : "a number",
@@ -150,6 +161,8 @@ int pc_option_apply_text(const char *source, const char *name, const char *text,
 	}
 	if (err == 0 && o == PC_OPT_STATS_FILE)
 		snprintf(stats_file_path, sizeof(stats_file_path), "%s", text);
+	if (err == 0 && o == PC_OPT_SLUB_DEBUG)
+		pc_slub_debug_store(text);
 	if (err == 0 && pc_option_set((enum pc_option)o, v, before_start) != 0)
 		err = errno; /* not reached: checked above */
 	if (err != 0)

@@ -107,6 +107,10 @@ int pc_option_parse_value(enum pc_option o, const char *text, long *out)
 		*out = text[0] != '\0';
 		return 0;
 	}
+	if (o == PC_OPT_SLUB_DEBUG) { /* text: the union of its flags */
+		char why[160];
+		return pc_slub_debug_parse(text, out, why, sizeof(why)) == 0 ? 0 : (errno = EINVAL, -1);
+	}
 	char *end;
 	errno = 0;
 	long v = strtol(text, &end, 0);

@@ -17,7 +17,8 @@
  *
  * Kinds of value: numbers (strtol syntax); names for enum options (lock.kind,
  * stats.print: the number is the index of the name); text for stats.file
- * (the value is 1 when a path is set; pc_option_text reads the path). A
+ * (the value is 1 when a path is set; pc_option_text reads the path) and
+ * slub.debug (the value is the union of its flags; slub_debug.c parses it). A
  * default of -1 "computed" is resolved by the layer that computes it, which
  * registers a resolver (pc_option_on_resolve) so that help can show it.
  *
@@ -84,7 +85,9 @@
 	X(SLUB_BARN_SHEAVES, "slub.barn_sheaves", 8, 0, 4096, 1,                   \
 	  "full and empty sheaves a barn (per cache and node) keeps, each")        \
 	X(SLUB_SHEAF_MODE, "slub.sheaf_mode", -1, -1, 2, 0,                        \
-	  "sheaf fast path: -1 = rseq if available, 2 = per-thread; then reads the mode in use (1 rseq, 2 per-thread)")
+	  "sheaf fast path: -1 = rseq if available, 2 = per-thread; then reads the mode in use (1 rseq, 2 per-thread)") \
+	X(SLUB_DEBUG, "slub.debug", 0, 0, 31, 0,                                   \
+	  "slub_debug mode (docs/reliability.md): FLAGS[:CACHE...][;...] of F Z P U T; none = FZPU, - = off")
 
 enum pc_option {
 #define PC_OPTION_ENUM(id, ...) PC_OPT_##id,
@@ -114,6 +117,27 @@ int pc_option_parse_value(enum pc_option o, const char *text, long *out);
  * register during start-up, before any run-time set. */
 #define PC_OPTION_MAX_HOOKS 4
 void pc_option_on_change(enum pc_option o, void (*hook)(long value));
+
+/* Options whose value is text (pc_option_text), not a number or a name. */
+PC_INLINE bool pc_option_is_text(enum pc_option o)
+{
+	return o == PC_OPT_STATS_FILE || o == PC_OPT_SLUB_DEBUG;
+}
+
+/* "slub_debug.c": slub.debug's flags and cache lists (syntax there). */
+#define PC_SLUB_DEBUG_F 0x01u /* sanity checks: slot start, already free, slab counters */
+#define PC_SLUB_DEBUG_Z 0x02u /* red zone after each object */
+#define PC_SLUB_DEBUG_P 0x04u /* free objects poisoned, checked at allocation */
+#define PC_SLUB_DEBUG_U 0x08u /* who allocated and freed each object, and when */
+#define PC_SLUB_DEBUG_T 0x10u /* trace every allocation and free on stderr */
+#define PC_SLUB_DEBUG_DEFAULT 0x0fu /* no letter given: F Z P U */
+/* Validate text: 0 and *flags = the union of its flags, or EINVAL and one
+ * line of why. */
+int pc_slub_debug_parse(const char *text, long *flags, char *why, size_t size);
+void pc_slub_debug_store(const char *text); /* the accepted text (start-up) */
+const char *pc_slub_debug_text(void);       /* "" when slub.debug is off */
+/* The flags a cache called name gets (0: an ordinary cache). */
+unsigned pc_slub_debug_flags(const char *name);
 
 /* "describe.c": validation with messages, text values, help. */
 /* The value in use: the option, or what its resolver computed when the

@@ -78,6 +78,7 @@ void *pc_malloc(size_t size)
 
 static PC_COLD __attribute__((noreturn)) void bad_pointer(const char *func, const void *p)
 {
+	pc_slab_debug_bad_pointer(func, p); /* in a debug cache's slab: SLUB's report */
 	pc_fatal("%s(%p): invalid pointer or double free", func, p);
 }
 

@@ -1,5 +1,6 @@
 /*
- * os/message.c - messages on stderr: pc_message, pc_fatal, pc_assert_fail.
+ * os/message.c - messages on stderr: pc_message, pc_report, pc_fatal,
+ * pc_assert_fail.
  * Portable: formats with vsnprintf into a stack buffer and writes it with
  * os_write_stderr, so it never allocates and may run inside malloc. Plain
  * conversions (%s %d %u %zu %p %x ...) are fine; avoid %f and positional
@@ -37,6 +38,14 @@ void pc_message(const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	os_vmessage("pcmalloc: ", fmt, ap);
+	va_end(ap);
+}
+
+void pc_report(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	os_vmessage("", fmt, ap);
 	va_end(ap);
 }
 

@@ -120,7 +120,8 @@ static void cache_retune(struct pc_cache *s)
 	long cap = pc_option(PC_OPT_SLUB_SHEAF_CAPACITY);
 	if (cap < 0)
 		cap = sheaf_default_capacity(s->size);
-	pc_store_relaxed(&s->sheaf_capacity, s->internal ? 0u : (uint32_t)cap);
+	/* Debug caches have no sheaves: every allocation and free is checked. */
+	pc_store_relaxed(&s->sheaf_capacity, s->internal || s->debug ? 0u : (uint32_t)cap);
 }
 
 static void retune_all(long value)
@@ -190,7 +191,8 @@ int pc_sheaf_mode(void)
 	return sheaf_mode_get();
 }
 
-/* Slot geometry; false for a bad size or alignment. */
+/* Slot geometry; false for a bad size or alignment. s->debug set: the
+ * debug layout (debug.c). */
 static bool cache_geometry(struct pc_cache *s, size_t size, size_t align, bool ctor)
 {
 	if (size == 0 || size > (PC_PAGE_SIZE << PC_MAX_ORDER) / 2)
@@ -205,6 +207,8 @@ static bool cache_geometry(struct pc_cache *s, size_t size, size_t align, bool c
 	 * state, so it goes after the object, as in SLUB. */
 	s->offset = ctor ? pc_align_up(size, sizeof(void *)) : 0;
 	s->size = pc_align_up(ctor ? s->offset + sizeof(void *) : PC_MAX(size, sizeof(void *)), align);
+	if (s->debug)
+		slab_debug_geometry(s, align);
 	/* The inverse of the odd part by Newton's iteration: each step doubles
 	 * the correct low bits, and odd * odd == 1 (mod 8) gives the first 3. */
 	s->slot_shift = (unsigned)__builtin_ctzll(s->size);
@@ -259,7 +263,7 @@ _Atomic size_t pc_sheaf_slots_offset;
 static struct pc_cache *cache_create(const char *name, size_t size, size_t align,
 				     void (*ctor)(void *), bool internal)
 {
-	struct pc_cache geometry;
+	struct pc_cache geometry = { .debug = 0 };
 	if (!cache_geometry(&geometry, size, align, ctor != NULL)) {
 		errno = EINVAL;
 		return NULL;
@@ -267,6 +271,13 @@ static struct pc_cache *cache_create(const char *name, size_t size, size_t align
 	if (!pc_page_try_init())
 		return NULL;
 	slab_init_once();
+	/* slub.debug (start-up only, so read once the options are in): a debug
+	 * cache's slots are laid out again around its objects. */
+	geometry.debug = internal ? 0 : pc_slub_debug_flags(name ? name : "unnamed");
+	if (ctor)
+		geometry.debug &= ~PC_SLUB_DEBUG_P; /* constructed state is never poisoned */
+	if (geometry.debug)
+		cache_geometry(&geometry, size, align, ctor != NULL);
 	static _Atomic uint32_t sheaf_caches_state;
 	if (!internal && !pc_once(&sheaf_caches_state, sheaf_caches_init))
 		return NULL;
@@ -278,6 +289,9 @@ static struct pc_cache *cache_create(const char *name, size_t size, size_t align
 	s->offset = geometry.offset;
 	s->slot_inverse = geometry.slot_inverse;
 	s->slot_shift = geometry.slot_shift;
+	s->debug = geometry.debug;
+	s->inuse = geometry.inuse;
+	s->track_offset = geometry.track_offset;
 	s->ctor = ctor;
 	s->internal = internal;
 	snprintf(s->name, sizeof(s->name), "%s", name ? name : "unnamed");
@@ -309,8 +323,9 @@ void *pc_cache_alloc(struct pc_cache *s)
 	return pc_vg_alloc(obj, s->object_size, s->ctor != NULL);
 }
 
-static PC_COLD void bad_cache_free(struct pc_cache *s, const void *obj, const struct pc_page *slab)
+static PC_COLD void bad_cache_free(struct pc_cache *s, const void *obj, struct pc_page *slab)
 {
+	pc_slab_debug_bad_pointer("pc_cache_free", obj); /* a debug cache's: SLUB's report */
 	if (slab && slab->owner == s)
 		pc_fatal("pc_cache_free(%s, %p): not the start of an object", s->name, obj);
 	pc_fatal("pc_cache_free(%s, %p): the object belongs to %s", s->name, obj,

@@ -405,6 +405,8 @@ void *sheaf_alloc_slow(struct pc_cache *s)
 {
 	if (pc_unlikely(sheaf_depth != 0))
 		return reentrant_alloc(s);
+	if (pc_unlikely(s->debug)) /* no sheaves: checked under list_lock */
+		return slab_debug_alloc(s);
 	uint64_t t0 = pc_stats_clock();
 	sheaf_enter();
 	void *obj = s->slots ? cpu_alloc(s) : thread_alloc(s);
@@ -420,6 +422,10 @@ void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
 	if (pc_unlikely(sheaf_depth != 0)) {
 		reentrant_free(s, obj);
+		return;
+	}
+	if (pc_unlikely(s->debug)) {
+		slab_debug_free(s, slab, obj);
 		return;
 	}
 	sheaf_enter();

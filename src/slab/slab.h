@@ -120,7 +120,28 @@
  *   than one later free of the same cache, or moved away (sheaf swapped,
  *   thread migrated) before the second free; those two copies may later be
  *   handed out twice. The cost: about six instructions on the free fast path
- *   (docs/reliability.md).
+ *   (docs/reliability.md). A debug cache with F (below) catches every one.
+ *
+ * ---- Debug caches (slub_debug mode, slub.debug; debug.c) --------------------
+ *   A cache whose name slub.debug lists has s->debug != 0 (PC_SLUB_DEBUG_*
+ *   flags, fixed at creation, P dropped when it has a constructor) and:
+ *   - a slot of object, right red zone (Z: the alignment slack and a word),
+ *     free pointer (offset == inuse: never in the object), two tracks (U),
+ *     padding; size a multiple of the alignment and of the largest power of
+ *     two up to a page dividing object_size; objects at slot starts;
+ *   - no sheaves (sheaf_capacity 0, main sheaf pc_sheaf_none, its thread
+ *     entry never set): every fast path fails, and the sheaf slow paths'
+ *     first test sends it to slab_debug_alloc / slab_debug_free;
+ *   - never a CPU slab, CPU freelist (NULL, tid even and unchanging) or CPU
+ *     partial slab; its slabs are never frozen: a slab with a free object
+ *     is on its node's partial list, a full one on no list;
+ *   - every change of a debug slab's freelist, counters and list position
+ *     is made under its node's list_lock (so the freelist seen there is
+ *     exact and the checks race with nothing); a free object's bytes are
+ *     poison (P) and its red zone 0xbb (Z), an allocated one's red zone
+ *     0xcc. A report (debug_report.c) is made under that lock and aborts.
+ *   The debug paths take list_lock alone (no c->lock, no slot lock), and
+ *   call the page allocator with no slab lock held.
  *
  * ---- Locks (outermost first) -----------------------------------------------
  *   slab_mutex (global: the cache list, creation, tunable changes)
@@ -140,6 +161,7 @@
  *                  lock.kind, with statistics)
  *         -> page allocator locks (zone->grow_lock -> pcp->lock ->
  *            zone->lock; see page.h).
+ *   Debug caches ("Debug caches" above) take only list_lock, no new lock.
  *   A sheaf slow path holds its cache's slot lock while it allocates a sheaf
  *   from a sheaf cache (whose c->lock it then takes), so slot locks come
  *   before every c->lock. pc_slab_prefork holds slab_mutex, then every slot
@@ -359,6 +381,13 @@ struct pc_cache {
 	struct pc_cache_node *node[PC_MAX_NODES];
 	struct pc_hist alloc_slow_ns; /* slab_alloc_slow latency (stats on) */
 	struct pc_hist sheaf_slow_ns; /* sheaf_alloc_slow latency (stats on) */
+	/* slub_debug mode ("Debug caches" above): PC_SLUB_DEBUG_* flags (0:
+	 * an ordinary cache), fixed at creation; inuse = the end of the
+	 * object's right red zone, where the free pointer is (offset); the
+	 * two tracks (U) start at track_offset. */
+	unsigned debug;
+	size_t inuse;
+	size_t track_offset;
 	struct pc_cache_cpu cpu[]; /* [os_cpu_count()] */
 };
 
@@ -382,6 +411,13 @@ size_t pc_cache_shrink(struct pc_cache *s);
 size_t pc_cache_destroy(struct pc_cache *s);
 /* The cache of a slab object, or NULL if p is not in a slab. O(1). */
 struct pc_cache *pc_slab_cache_of(const void *p);
+
+/* slub_debug mode: when p lies in a slab of a debug cache (but starts no
+ * object, so that func (free, realloc, pc_cache_free...) refuses it),
+ * report it SLUB-style ("Invalid object pointer", with the object it points
+ * into) and abort; otherwise return. For the cold paths that refuse a
+ * pointer ("debug.c"). */
+void pc_slab_debug_bad_pointer(const char *func, const void *p);
 
 /* Order and objects per slab the current tunables give for a slot size. */
 unsigned pc_slab_calculate_order(size_t size, unsigned *objects);
@@ -758,6 +794,41 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 }
 
 /* ---- layer-private ---------------------------------------------------------------- */
+/* "debug.c": allocation and free of a debug cache ("Debug caches" above),
+ * called by the sheaf slow paths before anything else; the layout of a
+ * debug slot (from cache creation); a new slab's objects made free (poison,
+ * red zones); the validate command. */
+void *slab_debug_alloc(struct pc_cache *s);
+void slab_debug_free(struct pc_cache *s, struct pc_page *slab, void *obj);
+void slab_debug_geometry(struct pc_cache *s, size_t align);
+void slab_debug_init_slab(struct pc_cache *s, struct pc_page *slab);
+/* One object's record of who allocated or freed it (U). */
+struct pc_slab_track {
+	uintptr_t addr;   /* the caller outside pcmalloc, 0 if unknown */
+	uint64_t when_ns; /* os_now_ns() */
+	int32_t cpu;
+	uint32_t tid;
+};
+enum { PC_TRACK_ALLOC, PC_TRACK_FREE };
+/* "debug_report.c": the caller of the allocator (the first frame of the
+ * stack outside pcmalloc's shared object; 0 if unknown), the track of obj,
+ * the SLUB-style report of a broken object (then the fatal message and
+ * abort), and the trace lines (T). */
+uintptr_t slab_debug_caller(void);
+struct pc_slab_track *slab_debug_track(const struct pc_cache *s, void *obj, int which);
+PC_COLD __attribute__((noreturn)) void slab_debug_bug(const struct pc_cache *s,
+	struct pc_page *slab, void *obj, const char *what, const uint8_t *first,
+	const uint8_t *last, int expect);
+/* The same for a pointer passed to func (free, realloc, ...) that starts
+ * no object: the fatal line also says "invalid pointer", as glibc's. */
+PC_COLD __attribute__((noreturn)) void slab_debug_bug_in(const struct pc_cache *s,
+	struct pc_page *slab, void *p, const char *what, const uint8_t *first,
+	const uint8_t *last, int expect, const char *func);
+void slab_debug_trace(const struct pc_cache *s, struct pc_page *slab, void *obj, bool alloc);
+/* "slab_alloc.c" */
+/* A new slab of s on node, frozen, every object constructed and chained in
+ * address order onto *chain (inuse == objects); NULL if out of memory. */
+struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain);
 /* "slab_alloc.c" */
 void slab_deactivate(struct pc_cache *s, struct pc_page *slab);
 void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c);

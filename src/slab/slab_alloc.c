@@ -121,7 +121,7 @@ static void *get_partial(struct pc_cache *s, struct pc_cache_cpu *c, unsigned no
 /* Allocate and format a slab: every object constructed and chained in
  * address order. The slab starts frozen with all its objects handed to the
  * caller's chain (inuse == objects, empty slab freelist). */
-static struct pc_page *new_slab(struct pc_cache *s, unsigned node, void **chain)
+struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain)
 {
 	uint64_t oo = pc_load_relaxed(&s->oo);
 	unsigned order = (unsigned)(oo >> 32), objects = (unsigned)oo;
@@ -276,7 +276,7 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
 		slab_stat(c, PC_SLAB_STAT_alloc_from_partial);
 		return fl;
 	}
-	if ((slab = new_slab(s, node, &fl)) == NULL)
+	if ((slab = slab_new(s, node, &fl)) == NULL)
 		return NULL;
 	slab_stat(c, PC_SLAB_STAT_slab_alloc);
 	pc_store_relaxed(&c->slab, slab);
@@ -285,6 +285,7 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
 
 void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
 {
+	pc_assert_internal(!s->debug); /* debug caches never reach the CPU slabs */
 	uint64_t tid, t0 = pc_stats_clock();
 	pc_spin_lock(&c->lock);
 	void *obj = cpu_freelist_grab(c, &tid);

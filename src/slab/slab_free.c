@@ -66,6 +66,7 @@ void slab_double_free_report(const struct pc_cache *s, const void *obj)
 
 void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
+	pc_assert_internal(!s->debug); /* debug caches never reach the CPU slabs */
 	struct pc_dword *w = slab_word(slab);
 	struct pc_cache_node *n = NULL;
 	uint64_t cnt;

@@ -32,7 +32,7 @@ static void json_tunables(struct pc_out *o)
 		pc_out_printf(o, "%s", i ? "," : "");
 		json_string(o, pc_option_name(opt));
 		pc_out_printf(o, ":");
-		if (pc_option_value_name(opt, pc_option_min(opt)) || opt == PC_OPT_STATS_FILE) {
+		if (pc_option_value_name(opt, pc_option_min(opt)) || pc_option_is_text(opt)) {
 			pc_option_format(opt, text, sizeof(text));
 			json_string(o, text);
 		} else {

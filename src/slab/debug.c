@@ -1,0 +1,322 @@
+/*
+ * slab/debug.c - slub_debug mode: the allocation and free of a debug cache,
+ * with the checks of the kernel's SLUB debugging (slab.h, "Debug caches";
+ * docs/reliability.md, "slub_debug mode"). Reports are in debug_report.c.
+ *
+ * A debug cache has no sheaves and never a CPU slab, CPU freelist or CPU
+ * partial slab: its sheaf fast paths always fail (capacity 0, main sheaf
+ * pc_sheaf_none, no thread sheaf ever installed), and its sheaf slow paths
+ * come straight here. Every allocation and free runs under the list_lock of
+ * the slab's node, where the slab's freelist is exact (no CPU holds part of
+ * it), so the checks see one consistent state:
+ *   alloc  the first slab of the node partial list (the local node first,
+ *          then the others, then a new slab); its freelist's head is checked
+ *          (poison intact, red zone inactive, free pointer a slot of the
+ *          slab), taken, its red zone marked active, its track written;
+ *   free   the pointer is a slot of the slab (F), the object is not on the
+ *          slab's freelist, the walk of which also checks the freelist and
+ *          the counters (F), its red zone is intact (Z); then its track,
+ *          poison, inactive red zone, and the push; a slab that becomes
+ *          empty goes back to the page allocator beyond min_partial; the
+ *          slab goes first on its node's list, so the object freed last
+ *          is the next one allocated there (a write after free is seen
+ *          at the next allocation).
+ * Slabs are never frozen; a full slab is on no list (as an ordinary one),
+ * a slab with a free object is on its node's partial list. So the invariant
+ * walker (check.c) applies unchanged.
+ *
+ * Signal handlers: the locked part runs inside sheaf_enter/sheaf_leave, so a
+ * handler that allocates from the cache meanwhile fails with ENOMEM and its
+ * frees wait for the end of ours (sheaf.c), as for a sheaf slow path.
+ */
+#include "slab.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define DEBUG_POISON_FREE   0x6b /* a free object's bytes (the kernel's POISON_FREE) */
+#define DEBUG_POISON_END    0xa5 /* its last byte (POISON_END) */
+#define DEBUG_RED_INACTIVE  0xbb /* the red zone of a free object (SLUB_RED_INACTIVE) */
+#define DEBUG_RED_ACTIVE    0xcc /* the red zone of an allocated one (SLUB_RED_ACTIVE) */
+
+/*
+ * The slot of a debug cache (offsets from its start, which is the object's):
+ *   [0, object_size)       the object
+ *   [object_size, inuse)   the right red zone (Z): the alignment slack and
+ *                          one more word, so an overflow of one byte lands
+ *                          in it whatever the size
+ *   [inuse, +8)            the free pointer (offset), never in the object,
+ *                          so poison covers the whole object
+ *   [track_offset, +2*24)  the tracks of the last allocation and free (U)
+ *   up to size             padding to the cache's alignment
+ * Objects stay at slot starts, so the slot-start test of free
+ * (pc_slab_is_slot) is that of an ordinary cache; the slot size is a
+ * multiple of the cache's alignment and of the largest power of two (up to
+ * a page) that divides the object size, as an ordinary cache's slot is.
+ */
+void slab_debug_geometry(struct pc_cache *s, size_t align)
+{
+	size_t end = pc_align_up(s->object_size, sizeof(void *));
+	if (s->debug & PC_SLUB_DEBUG_Z)
+		end += sizeof(void *);
+	s->inuse = end;
+	s->offset = end;
+	s->track_offset = end + sizeof(void *);
+	end = s->track_offset;
+	if (s->debug & PC_SLUB_DEBUG_U)
+		end += 2 * sizeof(struct pc_slab_track);
+	/* An ordinary cache's slot is its object size rounded to the alignment,
+	 * so its objects are also aligned to the largest power of two dividing
+	 * the size, and memalign relies on that (a size class whose size is a
+	 * multiple of the alignment asked for, malloc.c). Keep it. */
+	size_t natural = (size_t)1 << __builtin_ctzll(s->object_size);
+	align = PC_MAX(align, PC_MIN(natural, (size_t)PC_PAGE_SIZE));
+	s->size = pc_align_up(end, align);
+}
+
+/* The first byte of [p, p + n) that is not v, or NULL. */
+static uint8_t *debug_find_not(uint8_t *p, size_t n, uint8_t v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return p + i;
+	return NULL;
+}
+
+/* The last byte of [p, end] that is not v (p is one). */
+static uint8_t *debug_last_not(uint8_t *p, uint8_t *end, uint8_t v)
+{
+	while (end > p && *end == v)
+		end--;
+	return end;
+}
+
+/* Check that [p, p + n) is all v; report `what` on the first difference. */
+static void debug_check_bytes(const struct pc_cache *s, struct pc_page *slab, void *obj,
+			      const char *what, uint8_t *p, size_t n, uint8_t v)
+{
+	uint8_t *bad = debug_find_not(p, n, v);
+	if (pc_unlikely(bad != NULL))
+		slab_debug_bug(s, slab, obj, what, bad, debug_last_not(bad, p + n - 1, v), v);
+}
+
+/* Whether p is a slot of slab (a free pointer or a freelist entry). */
+static bool debug_valid_pointer(const struct pc_cache *s, struct pc_page *slab, void *p)
+{
+	char *base = pc_page_address(slab);
+	return (char *)p >= base && (char *)p < base + (PC_PAGE_SIZE << pc_pg_order(slab)) &&
+	       pc_slab_is_slot(s, slab, p);
+}
+
+/* A free object: poisoned (P, never with a constructor), red zone inactive. */
+static void debug_mark_free(const struct pc_cache *s, uint8_t *obj)
+{
+	if (s->debug & PC_SLUB_DEBUG_P) {
+		memset(obj, DEBUG_POISON_FREE, s->object_size - 1);
+		obj[s->object_size - 1] = DEBUG_POISON_END;
+	}
+	if (s->debug & PC_SLUB_DEBUG_Z)
+		memset(obj + s->object_size, DEBUG_RED_INACTIVE, s->inuse - s->object_size);
+}
+
+void slab_debug_init_slab(struct pc_cache *s, struct pc_page *slab)
+{
+	char *base = pc_page_address(slab);
+	unsigned objects = PC_SLAB_OBJECTS(pc_load_relaxed(&slab_word(slab)->word));
+	for (unsigned i = 0; i < objects; i++) {
+		uint8_t *obj = (uint8_t *)base + (size_t)i * s->size;
+		debug_mark_free(s, obj);
+		if (s->debug & PC_SLUB_DEBUG_U)
+			memset(slab_debug_track(s, obj, PC_TRACK_ALLOC), 0, 2 * sizeof(struct pc_slab_track));
+	}
+}
+
+/* The checks of a free object before it is handed out (under list_lock). */
+static void debug_check_free_object(const struct pc_cache *s, struct pc_page *slab, uint8_t *obj)
+{
+	if (s->debug & PC_SLUB_DEBUG_P) {
+		debug_check_bytes(s, slab, obj, "Poison overwritten", obj, s->object_size - 1,
+				  DEBUG_POISON_FREE);
+		debug_check_bytes(s, slab, obj, "Poison overwritten", obj + s->object_size - 1, 1,
+				  DEBUG_POISON_END);
+	}
+	if (s->debug & PC_SLUB_DEBUG_Z)
+		debug_check_bytes(s, slab, obj, "Right Redzone overwritten", obj + s->object_size,
+				  s->inuse - s->object_size, DEBUG_RED_INACTIVE);
+	void *next = slab_next(s, obj);
+	if ((s->debug & PC_SLUB_DEBUG_F) && next && !debug_valid_pointer(s, slab, next))
+		slab_debug_bug(s, slab, obj, "Freepointer corrupt", NULL, NULL, 0);
+}
+
+/* Record who allocated or freed obj (U). */
+static void debug_set_track(const struct pc_cache *s, void *obj, int which, uintptr_t caller)
+{
+	if (!(s->debug & PC_SLUB_DEBUG_U))
+		return;
+	struct pc_slab_track *t = slab_debug_track(s, obj, which);
+	t->addr = caller;
+	t->when_ns = os_now_ns();
+	t->cpu = (int32_t)os_cpu_current();
+	t->tid = os_thread_id();
+}
+
+/* Take the head of a partial slab's freelist (under list_lock). */
+static void *debug_take(struct pc_cache *s, struct pc_cache_node *n, struct pc_page *slab,
+			uintptr_t caller)
+{
+	pc_lock_assert_held(&n->list_lock);
+	struct pc_dword *w = slab_word(slab);
+	uint8_t *obj = pc_load_relaxed(&w->ptr);
+	uint64_t cnt = pc_load_relaxed(&w->word);
+	if ((s->debug & PC_SLUB_DEBUG_F) &&
+	    (!obj || !debug_valid_pointer(s, slab, obj) || PC_SLAB_FROZEN(cnt) ||
+	     PC_SLAB_INUSE(cnt) >= PC_SLAB_OBJECTS(cnt)))
+		slab_debug_bug(s, slab, obj, "Freelist or counters corrupt", NULL, NULL, 0);
+	debug_check_free_object(s, slab, obj);
+	void *next = slab_next(s, obj);
+	/* Only list_lock holders change a debug slab's word: cannot fail. */
+	bool ok = pc_dcas(w, obj, cnt, next, cnt + 1);
+	pc_assert_internal(ok);
+	(void)ok;
+	if (!next)
+		slab_partial_del(n, slab); /* full: on no list */
+	if (s->debug & PC_SLUB_DEBUG_Z)
+		memset(obj + s->object_size, DEBUG_RED_ACTIVE, s->inuse - s->object_size);
+	debug_set_track(s, obj, PC_TRACK_ALLOC, caller);
+	if (s->debug & PC_SLUB_DEBUG_T)
+		slab_debug_trace(s, slab, obj, true);
+	return obj;
+}
+
+/* An object from node n's partial list, or NULL. */
+static void *debug_alloc_node(struct pc_cache *s, struct pc_cache_node *n, uintptr_t caller)
+{
+	void *obj = NULL;
+	pc_lock_acquire(&n->list_lock);
+	if (!pc_list_empty(&n->partial))
+		obj = debug_take(s, n, pc_list_first(&n->partial, struct pc_page, list), caller);
+	pc_lock_release(&n->list_lock);
+	return obj;
+}
+
+/* A new slab, all of its objects free, on its node's partial list, and its
+ * first object taken (under the same lock: no other thread can take them
+ * all first); NULL if out of memory. */
+static void *debug_grow(struct pc_cache *s, unsigned node, uintptr_t caller)
+{
+	void *chain;
+	struct pc_page *slab = slab_new(s, node, &chain);
+	if (!slab)
+		return NULL;
+	struct pc_dword *w = slab_word(slab);
+	uint32_t objects = PC_SLAB_OBJECTS(pc_load_relaxed(&w->word));
+	slab_debug_init_slab(s, slab);
+	pc_store_relaxed(&w->ptr, chain);
+	pc_store_relaxed(&w->word, PC_SLAB_COUNTERS(0, objects, 0));
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_slab_alloc);
+	struct pc_cache_node *n = slab_node(s, slab);
+	pc_lock_acquire(&n->list_lock);
+	slab_partial_add(n, slab);
+	void *obj = debug_take(s, n, slab, caller);
+	pc_lock_release(&n->list_lock);
+	return obj;
+}
+
+void *slab_debug_alloc(struct pc_cache *s)
+{
+	/* Before any lock: the first stack walk loads libgcc_s, which
+	 * allocates (os/symbol.c). */
+	uintptr_t caller = s->debug & PC_SLUB_DEBUG_U ? slab_debug_caller() : 0;
+	unsigned node = pc_cpu_node(os_cpu_current());
+	pc_assert_internal(!pc_slab_reentered());
+	sheaf_enter();
+	void *obj = debug_alloc_node(s, s->node[node], caller);
+	for (unsigned i = 0; !obj && i < pc_node_count(); i++)
+		if (i != node)
+			obj = debug_alloc_node(s, s->node[i], caller);
+	if (!obj)
+		obj = debug_grow(s, node, caller);
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_alloc_slowpath);
+	sheaf_leave();
+	if (!obj)
+		errno = ENOMEM;
+	return obj;
+}
+
+/* The free checks of F (under list_lock): obj is a slot of slab, the slab
+ * has objects in use, and obj is not on its freelist, which is a chain of
+ * valid slots as long as the free count. */
+static void debug_check_free_call(const struct pc_cache *s, struct pc_page *slab, uint8_t *obj)
+{
+	uint64_t cnt = pc_load_relaxed(&slab_word(slab)->word);
+	uint32_t objects = PC_SLAB_OBJECTS(cnt), k = 0;
+	if (slab->owner != s || !debug_valid_pointer(s, slab, obj))
+		slab_debug_bug(s, slab, obj, "Invalid object pointer", NULL, NULL, 0);
+	for (void *o = pc_load_relaxed(&slab_word(slab)->ptr); o; o = slab_next(s, o), k++) {
+		if (o == obj)
+			slab_debug_bug(s, slab, obj, "Object already free", NULL, NULL, 0);
+		if (k >= objects || !debug_valid_pointer(s, slab, o))
+			slab_debug_bug(s, slab, obj, "Freechain corrupt", NULL, NULL, 0);
+	}
+	if (PC_SLAB_FROZEN(cnt) || PC_SLAB_INUSE(cnt) == 0 || k != objects - PC_SLAB_INUSE(cnt))
+		slab_debug_bug(s, slab, obj, "Wrong object count", NULL, NULL, 0);
+}
+
+/* The red zone of an object being freed: active (Z). All inactive is a
+ * second free (caught by F first when F is on). */
+static void debug_check_redzone_on_free(const struct pc_cache *s, struct pc_page *slab,
+					uint8_t *obj)
+{
+	uint8_t *zone = obj + s->object_size;
+	size_t n = s->inuse - s->object_size;
+	if (!debug_find_not(zone, n, DEBUG_RED_INACTIVE))
+		slab_debug_bug(s, slab, obj, "Object already free", NULL, NULL, 0);
+	debug_check_bytes(s, slab, obj, "Right Redzone overwritten", zone, n, DEBUG_RED_ACTIVE);
+}
+
+void slab_debug_free(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	uintptr_t caller = s->debug & PC_SLUB_DEBUG_U ? slab_debug_caller() : 0;
+	struct pc_cache_node *n = slab_node(s, slab);
+	struct pc_dword *w = slab_word(slab);
+	sheaf_enter();
+	pc_lock_acquire(&n->list_lock);
+	if (s->debug & PC_SLUB_DEBUG_F)
+		debug_check_free_call(s, slab, obj);
+	if (s->debug & PC_SLUB_DEBUG_Z)
+		debug_check_redzone_on_free(s, slab, obj);
+	if (s->debug & PC_SLUB_DEBUG_T)
+		slab_debug_trace(s, slab, obj, false);
+	debug_set_track(s, obj, PC_TRACK_FREE, caller);
+	debug_mark_free(s, obj);
+	void *prior = pc_load_relaxed(&w->ptr);
+	uint64_t cnt = pc_load_relaxed(&w->word);
+	slab_set_next(s, obj, prior);
+	bool ok = pc_dcas(w, prior, cnt, obj, cnt - 1);
+	pc_assert_internal(ok);
+	(void)ok;
+	if (!prior)
+		slab_partial_add(n, slab); /* it was full */
+	/* First on the list: the object freed last is the next one handed out
+	 * on this node (LIFO, as the sheaves), so a write after free shows at
+	 * the next allocation of the cache. */
+	pc_list_del(&slab->list);
+	pc_list_add(&slab->list, &n->partial);
+	bool discard = PC_SLAB_INUSE(cnt) == 1 && pc_load_relaxed(&n->nr_partial) > slab_min_partial(s);
+	if (discard)
+		slab_partial_del(n, slab);
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_free_slowpath);
+	pc_lock_release(&n->list_lock);
+	if (discard)
+		slab_discard(s, slab);
+	sheaf_leave();
+}
+
+void pc_slab_debug_bad_pointer(const char *func, const void *p)
+{
+	struct pc_page *slab = pc_slab_of(p);
+	struct pc_cache *s = slab ? slab->owner : NULL;
+	if (s && s->debug)
+		slab_debug_bug_in(s, slab, (void *)(uintptr_t)p, "Invalid object pointer", NULL, NULL,
+				  0, func);
+}
