@@ -201,8 +201,8 @@ int os_thread_start(void *(*fn)(void *), void *arg);
 uint32_t os_thread_id(void);
 /* "symbol.c": the return address of the first frame of the calling stack
  * outside the object (library or program) that holds pcmalloc, 0 if none
- * or unknown (pcmalloc linked into the program). The first call loads
- * libgcc_s, which allocates: call with no allocator lock held. */
+ * or unknown (pcmalloc linked into the program). Walks the stack with the
+ * unwinder: call with no allocator lock held. */
 uintptr_t os_caller_outside_self(void);
 /* "symbol+0xoff" (exported symbols), "0xADDR (object+0xoff)" or "?" for 0. */
 void os_symbolize(uintptr_t addr, char *buf, size_t size);

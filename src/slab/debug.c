@@ -224,8 +224,7 @@ static void *debug_grow(struct pc_cache *s, unsigned node, uintptr_t caller)
 
 void *slab_debug_alloc(struct pc_cache *s)
 {
-	/* Before any lock: the first stack walk loads libgcc_s, which
-	 * allocates (os/symbol.c). */
+	/* Before any lock: the stack walk is the unwinder's (os/symbol.c). */
 	uintptr_t caller = s->debug & PC_SLUB_DEBUG_U ? slab_debug_caller() : 0;
 	unsigned node = pc_cpu_node(os_cpu_current());
 	pc_assert_internal(!pc_slab_reentered());

@@ -8,8 +8,8 @@
  * functions and pass nothing down, so the slow path walks the stack to the
  * first frame outside pcmalloc's shared object: the program's call of
  * malloc, free, pc_cache_alloc, operator new... It costs nothing off debug
- * caches (every call of a debug cache is a slow path; the walk is a few
- * microseconds). Linked into the program (libpcmalloc.a, pcmalloc.o) the
+ * caches (every call of a debug cache is a slow path; the walk takes about
+ * a microsecond). Linked into the program (libpcmalloc.a, pcmalloc.o) the
  * caller is unknown ("?"): see symbol.c.
  *
  * Reports write with pc_report (os/message.c: a stack buffer and write(2),
