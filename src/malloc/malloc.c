@@ -38,8 +38,13 @@ static void *alloc_any(size_t size, size_t align)
 		unsigned cls = pc_size_class(want);
 		while (cls < PC_NR_CLASSES && pc_class_size[cls] % align)
 			cls++;
-		if (cls < PC_NR_CLASSES)
-			return pc_cache_alloc_inline(pc_class_cache[cls]);
+		if (cls < PC_NR_CLASSES) {
+			struct pc_cache *s = pc_class_cache[cls];
+			void *p = pc_cache_alloc_inline(s);
+			if (pc_unlikely(s->debug) && p) /* slub_debug: the request's red zone */
+				pc_slab_debug_set_size(s, p, size);
+			return p;
+		}
 	}
 	if (size <= PC_LARGE_MAX && align <= PC_LARGE_MAX)
 		return large_alloc(PC_MAX(size, PC_SMALL_MAX + 1), align);
@@ -108,8 +113,10 @@ PC_INLINE enum block_kind classify(const void *p, struct pc_page **pg_out)
 /* Usable bytes of a block that classify() recognised. */
 static size_t block_usable(enum block_kind kind, const struct pc_page *pg, const void *p)
 {
-	if (kind == BLOCK_SMALL)
-		return ((struct pc_cache *)pg->owner)->object_size;
+	if (kind == BLOCK_SMALL) {
+		struct pc_cache *s = pg->owner;
+		return pc_unlikely(s->debug) ? pc_slab_debug_usable(s, (void *)(uintptr_t)p) : s->object_size;
+	}
 	return kind == BLOCK_LARGE ? large_usable(pg) : huge_usable(p);
 }
 
@@ -205,9 +212,13 @@ static void *realloc_impl(void *p, size_t size)
 	if (kind == BLOCK_LARGE && size > usable && size <= PC_LARGE_MAX &&
 	    large_grow_in_place(pg, p, size))
 		return p;
-	/* Otherwise the same block when the new size fits without wasting half. */
-	if (size <= usable && size > usable / 2)
+	/* Otherwise the same block when the new size fits without wasting half
+	 * (slub_debug: a debug cache's block shrinks its requested size). */
+	if (size <= usable && size > usable / 2) {
+		if (kind == BLOCK_SMALL && pc_unlikely(((struct pc_cache *)pg->owner)->debug))
+			pc_slab_debug_set_size(pg->owner, p, size);
 		return p;
+	}
 	if (kind == BLOCK_HUGE && size > PC_LARGE_MAX) {
 		void *q = huge_realloc(p, size);
 		if (q)

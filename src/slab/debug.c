@@ -47,6 +47,10 @@
  *                          in it whatever the size
  *   [inuse, +8)            the free pointer (offset), never in the object,
  *                          so poison covers the whole object
+ *   [inuse+8, +8)          with Z: the requested size (debug_requested):
+ *                          object_size, or what malloc was asked for, so
+ *                          the bytes from there to object_size are a red
+ *                          zone too (the kernel's "kmalloc Redzone")
  *   [track_offset, +2*24)  the tracks of the last allocation and free (U)
  *   up to size             padding to the cache's alignment
  * Objects stay at slot starts, so the slot-start test of free
@@ -61,7 +65,8 @@ void slab_debug_geometry(struct pc_cache *s, size_t align)
 		end += sizeof(void *);
 	s->inuse = end;
 	s->offset = end;
-	s->track_offset = end + sizeof(void *);
+	/* With Z, the size malloc was asked for (the kmalloc red zone). */
+	s->track_offset = end + sizeof(void *) + (s->debug & PC_SLUB_DEBUG_Z ? sizeof(size_t) : 0);
 	end = s->track_offset;
 	if (s->debug & PC_SLUB_DEBUG_U)
 		end += 2 * sizeof(struct pc_slab_track);
@@ -72,6 +77,12 @@ void slab_debug_geometry(struct pc_cache *s, size_t align)
 	size_t natural = (size_t)1 << __builtin_ctzll(s->object_size);
 	align = PC_MAX(align, PC_MIN(natural, (size_t)PC_PAGE_SIZE));
 	s->size = pc_align_up(end, align);
+}
+
+/* With Z: where the requested size of obj is kept. */
+static size_t *debug_requested(const struct pc_cache *s, void *obj)
+{
+	return (size_t *)(void *)((char *)obj + s->inuse + sizeof(void *));
 }
 
 /* The first byte of [p, p + n) that is not v, or NULL. */
@@ -180,8 +191,10 @@ static void *debug_take(struct pc_cache *s, struct pc_cache_node *n, struct pc_p
 	(void)ok;
 	if (!next)
 		slab_partial_del(n, slab); /* full: on no list */
-	if (s->debug & PC_SLUB_DEBUG_Z)
+	if (s->debug & PC_SLUB_DEBUG_Z) {
 		memset(obj + s->object_size, DEBUG_RED_ACTIVE, s->inuse - s->object_size);
+		*debug_requested(s, obj) = s->object_size;
+	}
 	debug_set_track(s, obj, PC_TRACK_ALLOC, caller);
 	if (s->debug & PC_SLUB_DEBUG_T)
 		slab_debug_trace(s, slab, obj, true);
@@ -270,6 +283,11 @@ static void debug_check_redzone_on_free(const struct pc_cache *s, struct pc_page
 	size_t n = s->inuse - s->object_size;
 	if (!debug_find_not(zone, n, DEBUG_RED_INACTIVE))
 		slab_debug_bug(s, slab, obj, "Object already free", NULL, NULL, 0);
+	size_t requested = *debug_requested(s, obj);
+	if (requested > s->object_size)
+		slab_debug_bug(s, slab, obj, "Requested size corrupt", NULL, NULL, 0);
+	debug_check_bytes(s, slab, obj, "kmalloc Redzone overwritten", obj + requested,
+			  s->object_size - requested, DEBUG_RED_ACTIVE);
 	debug_check_bytes(s, slab, obj, "Right Redzone overwritten", zone, n, DEBUG_RED_ACTIVE);
 }
 
@@ -318,4 +336,18 @@ void pc_slab_debug_bad_pointer(const char *func, const void *p)
 	if (s && s->debug)
 		slab_debug_bug_in(s, slab, (void *)(uintptr_t)p, "Invalid object pointer", NULL, NULL,
 				  0, func);
+}
+
+void pc_slab_debug_set_size(struct pc_cache *s, void *obj, size_t size)
+{
+	if (!(s->debug & PC_SLUB_DEBUG_Z) || size > *debug_requested(s, obj))
+		return;
+	size_t *requested = debug_requested(s, obj);
+	memset((char *)obj + size, DEBUG_RED_ACTIVE, *requested - size);
+	*requested = size;
+}
+
+size_t pc_slab_debug_usable(struct pc_cache *s, void *obj)
+{
+	return s->debug & PC_SLUB_DEBUG_Z ? *debug_requested(s, obj) : s->object_size;
 }

@@ -105,8 +105,9 @@ void slab_debug_bug_in(const struct pc_cache *s, struct pc_page *slab, void *p, 
 		pc_report("INFO: Pointer %p is %zu bytes into object %p", p, (size_t)((uint8_t *)p - o),
 			  (void *)o);
 	if (o) {
-		pc_report("INFO: Object %p @offset=%zu size=%zu slot=%zu", (void *)o,
-			  (size_t)((char *)o - (char *)pc_page_address(slab)), s->object_size, s->size);
+		pc_report("INFO: Object %p @offset=%zu size=%zu requested=%zu slot=%zu", (void *)o,
+			  (size_t)((char *)o - (char *)pc_page_address(slab)), s->object_size,
+			  pc_slab_debug_usable((struct pc_cache *)s, o), s->size);
 		debug_dump("Object", o, s->object_size, 128);
 		if (s->debug & PC_SLUB_DEBUG_Z)
 			debug_dump("Redzone", o + s->object_size, s->inuse - s->object_size, 64);

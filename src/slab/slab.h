@@ -126,8 +126,9 @@
  *   A cache whose name slub.debug lists has s->debug != 0 (PC_SLUB_DEBUG_*
  *   flags, fixed at creation, P dropped when it has a constructor) and:
  *   - a slot of object, right red zone (Z: the alignment slack and a word),
- *     free pointer (offset == inuse: never in the object), two tracks (U),
- *     padding; size a multiple of the alignment and of the largest power of
+ *     free pointer (offset == inuse: never in the object), the requested
+ *     size (Z: object_size, or malloc's request, whose tail up to
+ *     object_size is red zone too), two tracks (U), padding; size a multiple of the alignment and of the largest power of
  *     two up to a page dividing object_size; objects at slot starts;
  *   - no sheaves (sheaf_capacity 0, main sheaf pc_sheaf_none, its thread
  *     entry never set): every fast path fails, and the sheaf slow paths'
@@ -418,6 +419,14 @@ struct pc_cache *pc_slab_cache_of(const void *p);
  * into) and abort; otherwise return. For the cold paths that refuse a
  * pointer ("debug.c"). */
 void pc_slab_debug_bad_pointer(const char *func, const void *p);
+
+/* slub_debug mode, Z: obj (allocated, of debug cache s) was asked for
+ * `size` bytes (malloc's request): the bytes from there to object_size
+ * become red zone (checked at free; a size above the current one is
+ * ignored). pc_slab_debug_usable: that size (object_size without Z). For
+ * malloc's slow paths, behind a test of s->debug ("debug.c"). */
+void pc_slab_debug_set_size(struct pc_cache *s, void *obj, size_t size);
+size_t pc_slab_debug_usable(struct pc_cache *s, void *obj);
 
 /* Order and objects per slab the current tunables give for a slot size. */
 unsigned pc_slab_calculate_order(size_t size, unsigned *objects);

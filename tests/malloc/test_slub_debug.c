@@ -6,12 +6,14 @@
  *  - the option reads back, kmalloc-64 has no sheaves and kmalloc-96 keeps
  *    them (stats.cache.<name>.sheaf_capacity);
  *  - every class keeps malloc's alignment, and memalign its own (8..4096),
- *    with whole blocks written;
+ *    with whole blocks written; malloc_usable_size of a debug cache's block
+ *    is the size asked for (also after realloc), of kmalloc-96's the class;
  *  - the owner tracks (U) name the functions of this test that allocated
  *    and freed the broken block ("INFO: Allocated in
  *    slub_debug_test_allocate+0x..."; the program exports its symbols so
  *    that dladdr names them);
- *  - death tests: a one-byte overflow, a write after free (seen by the next
+ *  - death tests: a one-byte overflow past the class size and past the
+ *    request (also after an in-place realloc), a write after free (seen by the next
  *    malloc of that block, which is forced: freed last, first taken), a
  *    double free under 99 other frees, free of an interior pointer, each
  *    a SLUB report, pcmalloc's fatal line and SIGABRT;
@@ -90,7 +92,40 @@ TEST(alignment_of_every_class)
 	}
 }
 
+TEST(usable_size_is_the_request)
+{
+	void *p = p_malloc(24), *q = p_malloc(90);
+	CHECK_EQ(p_usable(p), (size_t)24);  /* kmalloc-32, a debug cache */
+	CHECK_EQ(p_usable(q), (size_t)96);  /* kmalloc-96, ordinary */
+	void *r = p_realloc(p, 20);         /* in place: fits, not half empty */
+	CHECK(r == p);
+	CHECK_EQ(p_usable(r), (size_t)20);
+	r = p_realloc(r, 30);               /* above the request: moves */
+	CHECK_EQ(p_usable(r), (size_t)30);
+	p_free(r);
+	p_free(q);
+}
+
 /* ---- death tests ------------------------------------------------------------------ */
+static void overflow_of_the_request(void *arg)
+{
+	(void)arg;
+	pin_here();
+	char *volatile p = p_malloc(24); /* kmalloc-32 */
+	p[24] = 'x';
+	p_free(p);
+}
+
+static void overflow_after_realloc(void *arg)
+{
+	(void)arg;
+	pin_here();
+	char *volatile p = p_malloc(60);
+	p = p_realloc(p, 40); /* in place */
+	p[45] = 'x';
+	p_free(p);
+}
+
 static void overflow_one_byte(void *arg)
 {
 	(void)arg;
@@ -137,6 +172,17 @@ TEST(overflow_reported_with_owner)
 	CHECK(strstr(err, "@offset=64. First byte 0x78 instead of 0xcc") != NULL);
 	CHECK(strstr(err, "INFO: Allocated in slub_debug_test_allocate+0x") != NULL);
 	CHECK(strstr(err, "pcmalloc: fatal: slub_debug: Right Redzone overwritten in cache kmalloc-64") != NULL);
+}
+
+TEST(overflow_of_the_request_reported)
+{
+	int st = test_in_child(overflow_of_the_request, NULL, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG kmalloc-32: kmalloc Redzone overwritten"));
+	CHECK(strstr(err, "@offset=24. First byte 0x78 instead of 0xcc") != NULL);
+	CHECK(strstr(err, "requested=24") != NULL);
+	st = test_in_child(overflow_after_realloc, NULL, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG kmalloc-64: kmalloc Redzone overwritten"));
+	CHECK(strstr(err, "@offset=45. First byte 0x78 instead of 0xcc") != NULL);
 }
 
 TEST(write_after_free_reported_with_owners)
@@ -198,7 +244,9 @@ int main(void)
 	RUN(malloc_interposed);
 	RUN(which_caches);
 	RUN(alignment_of_every_class);
+	RUN(usable_size_is_the_request);
 	RUN(overflow_reported_with_owner);
+	RUN(overflow_of_the_request_reported);
 	RUN(write_after_free_reported_with_owners);
 	RUN(buried_double_free_reported);
 	RUN(interior_pointer_reported);
