@@ -273,6 +273,9 @@ enum pc_life_rank {
 	PC_LIFE_RANK_MALLOC = 40,  /* malloc/ and above */
 	PC_LIFE_RANK_STATS = 50,
 	PC_LIFE_RANK_WITNESS = 90, /* lock/witness.c (debug builds): brackets fork */
+	PC_LIFE_RANK_SLAB_CHILD = 92, /* slab/: a fork child's orphaned thread
+				      sheaves back to the slabs, once every
+				      lock is usable again */
 	PC_LIFE_RANK_CHECK = 95,   /* slab/check.c (PC_DEBUG >= 3): walkers in a fork
 				      child, once every lock is usable again */
 };

@@ -400,6 +400,17 @@ void pc_page_release_thread_poll(void);
  * has finished (for tests: a pass that starts after a change sees it). */
 bool pc_page_release_thread_running(void);
 uint64_t pc_page_release_thread_passes(void);
+/* The release thread's pass hook: one function of a layer above (the slab
+ * layer registers its decay, sheaf_decay.c) that each pass of the background
+ * thread calls first, with no lock held, so that an idle program's sheaves
+ * and empty slabs come back to the page allocator, where the same passes
+ * then release them after the delay. The page layer never calls up but
+ * through this pointer. NULL (the start) = none; the last call wins. */
+void pc_page_release_hook_set(void (*hook)(void));
+/* One pass of the release thread's loop: the hook, then pc_page_release_due.
+ * Returns the bytes released. Tests call it to drive the thread's work
+ * without the thread (and without sleeps). */
+size_t pc_page_release_thread_pass(void);
 
 /* The page clock: CLOCK_MONOTONIC in ns plus an offset that only tests move
  * (pc_page_clock_advance), so that a test sees "the delay has passed"

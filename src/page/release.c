@@ -13,7 +13,10 @@
  * When: passes run from the zone's slow paths (a free into the zone, a pcp
  * drain or refill), at most every delay/4 per zone, so that no fast path
  * reads the clock; and from the background thread (vm.release_thread=1) for
- * programs that go idle. A pass releases every block freed more than the
+ * programs that go idle. Each of the thread's passes first calls the hook a
+ * layer above registered (pc_page_release_hook_set: the slab layer's decay
+ * of idle sheaves and slabs), so an idle program's objects come back as
+ * pages that then age here; the page layer never calls up otherwise. A pass releases every block freed more than the
  * delay ago, oldest first, and, whatever its age, what exceeds the bound
  * max(vm.release_watermark_kb, a quarter of the zone's memory in use), so
  * that a program that frees most of its memory at once sees its RSS fall
@@ -202,6 +205,22 @@ size_t pc_page_release_due(void)
 static _Atomic uint32_t thread_state, thread_wake;
 static _Atomic uint64_t retry_ns;
 static _Atomic uint64_t thread_passes; /* passes the thread has finished */
+/* The pass hook of a layer above (pc_page_release_hook_set). Release/acquire:
+ * the layer's state set up before it registered is seen by the thread. */
+static void (*_Atomic release_hook)(void);
+
+void pc_page_release_hook_set(void (*hook)(void))
+{
+	pc_store_release(&release_hook, hook);
+}
+
+size_t pc_page_release_thread_pass(void)
+{
+	void (*hook)(void) = pc_load_acquire(&release_hook);
+	if (hook)
+		hook(); /* first: what it gives back ages from this pass on */
+	return pc_page_release_due();
+}
 
 /* Sleep between passes: a quarter of the delay, within [10 ms, 1 s]. */
 static uint64_t thread_interval_ns(void)
@@ -216,7 +235,7 @@ static void *release_thread_main(void *arg)
 		/* Relaxed: the futex compares the word itself, so a wake between
 		 * this load and the wait makes the wait return at once. */
 		uint32_t seen = pc_load_relaxed(&thread_wake);
-		pc_page_release_due();
+		pc_page_release_thread_pass();
 		pc_add_relaxed(&thread_passes, 1);
 		if (pc_option(PC_OPT_VM_RELEASE_THREAD) == 0)
 			break;

@@ -172,8 +172,16 @@ static bool slab_init(void)
 	pc_option_on_resolve(PC_OPT_SLUB_MIN_OBJECTS, min_objects_resolved);
 	pc_option_on_resolve(PC_OPT_SLUB_MAX_PARTIAL, max_partial_resolved);
 	pc_option_on_resolve(PC_OPT_SLUB_SHEAF_MODE, sheaf_mode_resolved);
+	/* In a fork child, once the fork window is closed (the witness's
+	 * entry, debug builds) and locks may be taken again in rank order. */
+	static const struct pc_life orphans_life = {
+		.name = "slab-orphans", .rank = PC_LIFE_RANK_SLAB_CHILD,
+		.postfork_child = sheaf_threads_fork_orphans,
+	};
 	sheaf_init();
 	pc_life_register(&slab_life);
+	pc_life_register(&orphans_life);
+	sheaf_decay_init(); /* the page layer's release thread runs the decay */
 	return true;
 }
 
@@ -376,11 +384,9 @@ static size_t shrink_node(struct pc_cache *s, struct pc_cache_node *n)
 	return freed;
 }
 
-size_t pc_cache_shrink(struct pc_cache *s)
+size_t slab_shrink_slabs(struct pc_cache *s)
 {
-	pc_vg_enter(); /* flushing writes free pointers into free objects */
 	size_t freed = 0;
-	sheaf_flush_cache(s);
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
 		pc_spin_lock(&s->cpu[c].lock);
 		slab_flush_cpu(s, &s->cpu[c]);
@@ -388,6 +394,14 @@ size_t pc_cache_shrink(struct pc_cache *s)
 	}
 	for (unsigned i = 0; i < pc_node_count(); i++)
 		freed += shrink_node(s, s->node[i]);
+	return freed;
+}
+
+size_t pc_cache_shrink(struct pc_cache *s)
+{
+	pc_vg_enter(); /* flushing writes free pointers into free objects */
+	sheaf_flush_cache(s);
+	size_t freed = slab_shrink_slabs(s);
 	pc_vg_leave();
 	return freed;
 }
@@ -524,8 +538,8 @@ void pc_slab_reclaim(void)
  * every c->lock, every list_lock (four passes in cache-list order, so that
  * ranks never decrease: the witness, lock.h, allows only equal ranks to nest
  * here); the parent releases, the child resets. Sheaves are plain memory:
- * the child keeps them all (the other threads' per-thread sheaves are lost
- * there: a leak, never a reuse). Registered with the lifecycle registry
+ * the child keeps them all; the other threads' per-thread sheaves go back to
+ * the slabs there (sheaf_threads_fork_orphans, from its own entry). Registered with the lifecycle registry
  * (os.h) by slab_init.
  * Why this cannot deadlock: outside fork no path holds locks of two caches
  * but a sheaf slow path (slot lock of one cache, then c->lock of a sheaf

@@ -567,3 +567,22 @@ long sheaf_count_objects(struct pc_cache *s)
 		n += barn_count_objects(s, i);
 	return n;
 }
+
+bool sheaf_cache_holds(struct pc_cache *s)
+{
+	for (unsigned c = 0; s->slots && c < os_cpu_count(); c++) {
+		struct pc_sheaf_slot *slot = &s->slots[c];
+		pc_spin_lock(&slot->lock);
+		bool held = pc_load_relaxed(&slot->main) != &pc_sheaf_none || slot->spare != NULL;
+		pc_spin_unlock(&slot->lock);
+		if (held)
+			return true;
+	}
+	if (!s->slots && s->tindex != 0 && sheaf_mode == PC_SHEAF_MODE_THREAD &&
+	    sheaf_threads_hold(s))
+		return true;
+	for (unsigned i = 0; i < pc_node_count(); i++)
+		if (pc_load_relaxed(&s->barn[i]->nr_full) + pc_load_relaxed(&s->barn[i]->nr_empty) != 0)
+			return true;
+	return false;
+}

@@ -15,20 +15,39 @@
  * on a steady count looks idle and pays one refill per pass, and a sheaf
  * used between two passes but left as it was stays one pass longer.
  *
+ * An idle cache also gives its slabs back: when, after the pass, no CPU or
+ * live thread holds a sheaf of it and its barns are empty (everything was
+ * idle and went, or it had none: sheaves off, or every object in use), the
+ * pass empties its CPU slabs and CPU partial lists into the node and frees
+ * the empty slabs (slab_shrink_slabs, pc_cache_shrink without the sheaves);
+ * then, at the end of the pass, the sheaf caches' empty slabs go too (the
+ * sheaves freed by the pass). So an idle program's objects come back as
+ * pages, which the page allocator releases vm.release_delay_ms later. A
+ * cache that looks idle but is not (a steady count, or sheaves off) pays a
+ * CPU slab refill per pass.
+ *
  * Who runs passes: the sheaf slow paths (every 64th of a thread, when one
  * is due; with no lock held), pc_slab_decay() when due, and
- * pc_slab_decay_pass() at once (tests; the hook for a periodic caller).
- * A process that stops allocating altogether runs no slow path: its sheaves
- * stay until the next one, or pc_trim (the page layer's release thread,
- * vm.release_thread, does not call up into the slab layer).
+ * pc_slab_decay_pass() at once (tests). The page layer's background release
+ * thread (vm.release_thread=1) calls pc_slab_decay at the start of each of
+ * its passes, through the hook sheaf_decay_init registers
+ * (pc_page_release_hook_set, page.h: the page layer does not call up), so
+ * that a process that stops allocating altogether decays too: its sheaves
+ * go within two decay intervals of their last use, their slabs with them,
+ * and the pages vm.release_delay_ms after that. Without the thread such a
+ * process keeps them until its next slow path, or pc_trim.
  *
  * Owns: next_pass_ns (page-clock time of the next due pass; claimed with a
  * compare-and-swap, so that one thread runs each due pass) and, per thread,
  * decay_tick. A pass holds slab_mutex (tried, never waited for, from the
  * slow paths) while it walks the caches, then their slot and barn locks, or
- * the thread registry lock, one at a time.
+ * the thread registry lock, one at a time, and for the shrink of an idle
+ * cache its c->locks and list_locks (as pc_cache_shrink); all with the
+ * thread's sheaf_depth raised (sheaf_enter), so that a signal handler that
+ * allocates meanwhile takes no lock.
  */
 #include "slab.h"
+#include "../memcheck.h"
 
 static _Atomic uint64_t next_pass_ns;
 static __thread unsigned decay_tick __attribute__((tls_model("initial-exec")));
@@ -41,17 +60,34 @@ static uint64_t decay_interval_ns(void)
 
 static void decay_one(struct pc_cache *s, void *arg)
 {
+	if (s->internal)
+		return; /* after the others: they free sheaves into it */
 	*(unsigned long *)arg += sheaf_decay_cache(s);
+	if (!sheaf_cache_holds(s))
+		slab_shrink_slabs(s);
+}
+
+static void shrink_internal(struct pc_cache *s, void *arg)
+{
+	(void)arg;
+	if (s->internal)
+		slab_shrink_slabs(s);
 }
 
 /* One pass; `wait`: block on slab_mutex (else skip the caches when busy). */
 static unsigned long decay_pass(bool wait)
 {
+	pc_vg_enter(); /* flushing writes free pointers into free objects */
+	sheaf_enter(); /* a signal handler that allocates now takes no lock */
 	unsigned long n = sheaf_decay_threads();
-	if (wait)
+	if (wait) {
 		pc_cache_foreach(decay_one, &n);
-	else
-		pc_cache_foreach_try(decay_one, &n);
+		pc_cache_foreach(shrink_internal, NULL);
+	} else if (pc_cache_foreach_try(decay_one, &n)) {
+		pc_cache_foreach_try(shrink_internal, NULL);
+	}
+	sheaf_leave();
+	pc_vg_leave();
 	return n;
 }
 
@@ -89,4 +125,14 @@ unsigned long pc_slab_decay_pass(void)
 		return 0;
 	pc_store_relaxed(&next_pass_ns, pc_page_clock_ns() + decay_interval_ns());
 	return decay_pass(true);
+}
+
+static void release_thread_hook(void)
+{
+	pc_slab_decay();
+}
+
+void sheaf_decay_init(void)
+{
+	pc_page_release_hook_set(release_thread_hook);
 }

@@ -235,17 +235,69 @@ long sheaf_threads_count(struct pc_cache *s)
 	return n;
 }
 
+bool sheaf_threads_hold(struct pc_cache *s)
+{
+	bool held = false;
+	pc_mutex_lock(&threads_lock);
+	struct pc_list *it;
+	pc_list_for_each(it, &threads) {
+		struct sheaf_thread *t = pc_list_entry(it, struct sheaf_thread, link);
+		held |= __atomic_load_n(&t->entries[s->tindex], __ATOMIC_RELAXED) != &pc_sheaf_none;
+	}
+	pc_mutex_unlock(&threads_lock);
+	return held;
+}
+
 /* ---- fork ----------------------------------------------------------------------------- */
 void sheaf_threads_prefork(void) { pc_mutex_lock(&threads_lock); }
 void sheaf_threads_postfork_parent(void) { pc_mutex_unlock(&threads_lock); }
 
-/* Only this thread exists in the child: the others' records (in memory the
- * C library may reuse for new threads) are dropped, and their sheaves with
- * them (a leak, never a reuse). */
+/*
+ * Only this thread exists in the child. The others' records (in their TLS,
+ * memory the C library keeps mapped and reuses for the child's new threads)
+ * leave the registry for the orphans list, whose sheaves
+ * sheaf_threads_fork_orphans gives back to the slabs at the end of the same
+ * fork() (before the child can start a thread): nothing else in the child
+ * could ever reach them. A record's entries and counts are as of one
+ * instant of its thread's program order, consistent whenever its busy flag
+ * is clear (a fast path commits with its count store, a slow path publishes
+ * with its entry store); a thread that was inside a fast or slow path at
+ * the fork (flag set) may have left a sheaf half written, so its sheaves
+ * are left alone (lost in the child: a leak, never a reuse).
+ */
+static struct pc_list orphans = { &orphans, &orphans }; /* fork child only */
+
 void sheaf_threads_postfork_child(void)
 {
 	pc_mutex_reinit(&threads_lock);
-	pc_list_init(&threads);
+	pc_list_init(&orphans);
+	while (threads.next != &threads) {
+		struct sheaf_thread *t = pc_list_entry(threads.next, struct sheaf_thread, link);
+		pc_list_del(&t->link);
+		if (t != &self && *t->busy == 0)
+			pc_list_add(&t->link, &orphans);
+	}
 	if (self.linked)
 		pc_list_add(&self.link, &threads);
+}
+
+/* After the fork window (every lock usable again; lifecycle rank
+ * PC_LIFE_RANK_SLAB_CHILD): flush the orphans' sheaves. */
+void sheaf_threads_fork_orphans(void)
+{
+	sheaf_enter();
+	while (orphans.next != &orphans) {
+		struct sheaf_thread *t = pc_list_entry(orphans.next, struct sheaf_thread, link);
+		pc_list_del(&t->link);
+		for (unsigned i = 1; i < PC_THREAD_SHEAVES; i++) {
+			struct pc_cache *s = sheaf_thread_cache(i);
+			struct pc_sheaf *sh = t->entries[i];
+			if (!s || sh == &pc_sheaf_none)
+				continue;
+			t->entries[i] = &pc_sheaf_none;
+			sheaf_flush_objects(s, sh);
+			sheaf_free(sh);
+		}
+	}
+	sheaf_leave();
 }

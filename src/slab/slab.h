@@ -89,7 +89,13 @@
  *   (sheaf memory stays mapped): a statistic.
  *   Decay (sheaf_decay.c): passes at most once per vm.release_delay_ms flush
  *   the sheaves and barns unchanged since the previous pass (flush_cpus with
- *   idle_only, the registry's entries, barn_decay), from the slow paths.
+ *   idle_only, the registry's entries, barn_decay), and shrink the slabs of
+ *   caches left with no sheaf; from the slow paths and, through the hook
+ *   registered with the page layer (pc_page_release_hook_set), from each
+ *   pass of the background release thread (vm.release_thread).
+ *   Fork: the child gives the parent's other threads' sheaves (thread mode)
+ *   back to the slabs (sheaf_threads_fork_orphans, a lifecycle entry of its
+ *   own that runs after every lock is usable again).
  *   Re-entry: a signal handler that allocates while its thread is inside a
  *   sheaf slow path (sheaf_depth > 0) takes no lock: its allocation tries
  *   the lock-free slab fast path and may fail with ENOMEM, its free is put
@@ -860,6 +866,10 @@ unsigned slab_alloc_bulk(struct pc_cache *s, void **out, unsigned n);
 /* A cache of sheaves: no sheaves of its own, not on the thread index. */
 struct pc_cache *slab_cache_create_internal(const char *name, size_t size);
 unsigned slab_cpu_partial(const struct pc_cache *s);
+/* pc_cache_shrink without the sheaves: every CPU slab and CPU partial list
+ * to the node, then every empty node partial slab to the page allocator.
+ * Returns the slabs freed. No slab lock held. */
+size_t slab_shrink_slabs(struct pc_cache *s);
 unsigned slab_min_partial(const struct pc_cache *s);
 /* "sheaf.c" */
 bool sheaf_init(void);              /* choose the mode (once, from slab_init) */
@@ -882,6 +892,12 @@ unsigned sheaf_decay_cache(struct pc_cache *s);
 unsigned sheaf_decay_threads(void);
 unsigned sheaf_threads_decay(void); /* "sheaf_thread.c" */
 void sheaf_decay_poll(void);        /* "sheaf_decay.c" */
+/* From slab_init: registers the decay as the page layer's release-thread
+ * hook (pc_page_release_hook_set), so idle programs decay too. */
+void sheaf_decay_init(void);
+/* Whether any CPU (rseq) or live thread (thread mode) holds a sheaf of s, or
+ * a barn of s holds one: a racy look, for the decay's "is s idle". */
+bool sheaf_cache_holds(struct pc_cache *s);
 /* Signal-handler re-entry bookkeeping around a slow path or flush. */
 void sheaf_enter(void);
 void sheaf_leave(void);
@@ -907,9 +923,14 @@ void sheaf_thread_leave(void);
 void sheaf_threads_flush(struct pc_cache *only);
 /* Objects in every live thread's sheaf of s: racy reads, a statistic. */
 long sheaf_threads_count(struct pc_cache *s);
+/* Whether a live thread holds a sheaf of s (racy reads, for the decay). */
+bool sheaf_threads_hold(struct pc_cache *s);
 void sheaf_threads_prefork(void);   /* from the slab layer's fork handlers */
 void sheaf_threads_postfork_parent(void);
 void sheaf_threads_postfork_child(void);
+/* In a fork child, after the fork window (its own lifecycle entry): the
+ * parent's other threads' sheaves back to the slabs. */
+void sheaf_threads_fork_orphans(void);
 /* Tests only: behave as if membarrier were unavailable. */
 extern _Atomic bool pc_sheaf_test_no_fence;
 /* "barn.c" */
