@@ -63,6 +63,21 @@ extern ptrdiff_t os_rseq_offset PC_HIDDEN;
 	"jmp .Larm%=\n\t" /* aborted: arm again and retry */                    \
 	".popsection\n\t"
 
+/* The start of a pop or a push, up to the stack's address: arm the section,
+ * read the CPU number, leave for the asm goto label `fail` (a string) when
+ * this thread is not registered, and load the current CPU's stack. Operands
+ * %[cpu] and %[stack] (scratch), %[base] and %[off] (inputs). */
+#define OS_RSEQ_STACK_ENTER(fail)                                               \
+	".Larm%=:\n\t"                                                          \
+	"leaq .Lcs%=(%%rip), %[cpu]\n\t"        /* our descriptor */            \
+	"movq %[cpu], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &it */  \
+	".Lstart%=:\n\t"                                                        \
+	"movslq %%fs:4(%[off]), %[cpu]\n\t"     /* cpu = rseq->cpu_id (sign-extended) */\
+	"testq %[cpu], %[cpu]\n\t"              /* negative: not registered */  \
+	"js %l[" fail "]\n\t"                                                   \
+	"shlq $6, %[cpu]\n\t"                   /* byte offset of this CPU's slot */\
+	"movq (%[base],%[cpu]), %[stack]\n\t"   /* stack = the slot's stack */
+
 /* Pop from the current CPU's stack: the object, or NULL when the stack is
  * empty or the thread has no rseq registration. */
 static inline __attribute__((always_inline)) void *os_rseq_pop(void *base)
@@ -70,15 +85,7 @@ static inline __attribute__((always_inline)) void *os_rseq_pop(void *base)
 	void *obj;
 	uintptr_t cpu, stack, n;
 	__asm__ volatile goto(
-		".Larm%=:\n\t"
-		"leaq .Lcs%=(%%rip), %[cpu]\n\t"        /* our descriptor */
-		"movq %[cpu], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &descriptor */
-		".Lstart%=:\n\t"
-		"movslq %%fs:4(%[off]), %[cpu]\n\t"     /* cpu = rseq->cpu_id (sign-extended) */
-		"testq %[cpu], %[cpu]\n\t"              /* negative: not registered */
-		"js %l[fail]\n\t"
-		"shlq $6, %[cpu]\n\t"                   /* byte offset of this CPU's slot */
-		"movq (%[base],%[cpu]), %[stack]\n\t"   /* stack = the slot's stack */
+		OS_RSEQ_STACK_ENTER("fail")
 		"movl 4(%[stack]), %k[n]\n\t"           /* n = count (zero-extended) */
 		"testl %k[n], %k[n]\n\t"                /* empty: leave, slow path */
 		"jz %l[fail]\n\t"
@@ -108,15 +115,7 @@ static inline __attribute__((always_inline)) int os_rseq_push(void *base, void *
 {
 	uintptr_t cpu, stack, n;
 	__asm__ volatile goto(
-		".Larm%=:\n\t"
-		"leaq .Lcs%=(%%rip), %[cpu]\n\t"        /* our descriptor */
-		"movq %[cpu], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &descriptor */
-		".Lstart%=:\n\t"
-		"movslq %%fs:4(%[off]), %[cpu]\n\t"     /* cpu = rseq->cpu_id */
-		"testq %[cpu], %[cpu]\n\t"              /* negative: not registered */
-		"js %l[full]\n\t"
-		"shlq $6, %[cpu]\n\t"                   /* byte offset of this CPU's slot */
-		"movq (%[base],%[cpu]), %[stack]\n\t"   /* stack = the slot's stack */
+		OS_RSEQ_STACK_ENTER("full")
 		"movl 4(%[stack]), %k[n]\n\t"           /* n = count */
 		"cmpq %[obj], 8(%[stack],%[n],8)\n\t"   /* obj == objects[n - 1] (link if n == 0)? */
 		"je %l[twice]\n\t"

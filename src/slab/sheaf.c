@@ -20,10 +20,9 @@
 
 struct pc_sheaf pc_sheaf_none; /* count 0, capacity 0 */
 
-__thread pc_sheaf_entry pc_thread_sheaves[PC_THREAD_SHEAVES] PC_TLS = {
-	[0 ... PC_THREAD_SHEAVES - 1] = &pc_sheaf_none,
+__thread struct pc_thread_sheaf_state pc_thread_sheaf PC_TLS = {
+	.entries = { [0 ... PC_THREAD_SHEAVES - 1] = &pc_sheaf_none },
 };
-__thread unsigned char pc_thread_sheaf_busy PC_TLS;
 
 static int sheaf_mode;
 static struct pc_cache *_Atomic thread_caches[PC_THREAD_SHEAVES];

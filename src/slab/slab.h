@@ -343,13 +343,23 @@ enum pc_sheaf_mode { PC_SHEAF_MODE_RSEQ = 1, PC_SHEAF_MODE_THREAD = 2 };
  * ("Flushing another thread's sheaves" above): every access but the owner's
  * fast path is a __atomic builtin. */
 typedef struct pc_sheaf *pc_sheaf_entry;
-extern __thread pc_sheaf_entry pc_thread_sheaves[PC_THREAD_SHEAVES]
+/* Thread mode: the thread's busy flag and its entries in one TLS object, so
+ * that a fast path finds both from one thread-pointer offset (one load from
+ * the GOT in a shared library, where two objects cost two).
+ *   busy      non-zero while this thread's fast path or thread-mode slow
+ *             path works on one of its sheaves; a signal handler that finds
+ *             it set leaves every sheaf of the thread alone (see
+ *             thread_sheaf_pop), and a flusher of another thread waits for
+ *             it to clear.
+ *   entries   the main sheaf per cache (index s->tindex). */
+struct pc_thread_sheaf_state {
+	unsigned char busy;
+	pc_sheaf_entry entries[PC_THREAD_SHEAVES];
+};
+extern __thread struct pc_thread_sheaf_state pc_thread_sheaf
 	__attribute__((tls_model("initial-exec")));
-/* Thread mode: non-zero while this thread's fast path or thread-mode slow
- * path works on one of its sheaves; a signal handler that finds it set
- * leaves every sheaf of the thread alone (see thread_sheaf_pop), and a
- * flusher of another thread waits for it to clear. */
-extern __thread unsigned char pc_thread_sheaf_busy __attribute__((tls_model("initial-exec")));
+#define pc_thread_sheaves    (pc_thread_sheaf.entries)
+#define pc_thread_sheaf_busy (pc_thread_sheaf.busy)
 /* The owner's fast-path accesses to its busy flag and entries: plain moves,
  * which the flushers' protocol relies on (GCC folds %fs: into plain
  * accesses but not into atomic ones, which would cost two instructions a
@@ -716,15 +726,19 @@ PC_INLINE void *thread_sheaf_pop(const struct pc_cache *s)
 	PC_OWN_STORE(pc_thread_sheaf_busy, 1);
 	atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
 	struct pc_sheaf *sh = PC_OWN_LOAD(pc_thread_sheaves[s->tindex]);
-	uintptr_t n = sh->count; /* word-sized: indexes with no extension */
-	void *obj = NULL;
+	uint32_t n = sh->count;
 	if (pc_likely(n != 0)) {
-		obj = sh->objects[n - 1];
-		sh->count = (uint32_t)n - 1;
+		uintptr_t top = n - 1; /* no wrap; zero-extended for free */
+		sh->count = (uint32_t)top;
+		void *obj = sh->objects[top];
+		PC_ASSUME(obj != NULL); /* sheaves never hold NULL: no second test */
+		atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
+		PC_OWN_CLEAR(pc_thread_sheaf_busy);
+		return obj;
 	}
-	atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
+	atomic_signal_fence(memory_order_seq_cst);
 	PC_OWN_CLEAR(pc_thread_sheaf_busy);
-	return obj;
+	return NULL;
 }
 
 /*
@@ -759,7 +773,7 @@ PC_INLINE void *pc_cache_alloc_try(struct pc_cache *s)
  * the pointer this returns. */
 PC_INLINE void **sheaf_word(struct pc_sheaf *sh, uintptr_t n)
 {
-	return (void **)(void *)sh + n;
+	return (void **)(void *)((char *)sh + n * sizeof(void *));
 }
 _Static_assert(offsetof(struct pc_sheaf, objects) == 2 * sizeof(void *), "objects[] is word 2");
 
@@ -785,16 +799,16 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 		PC_OWN_STORE(pc_thread_sheaf_busy, 1);
 		atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
 		struct pc_sheaf *sh = PC_OWN_LOAD(pc_thread_sheaves[s->tindex]);
-		uintptr_t n = sh->count; /* word-sized: indexes with no extension */
-		void **w = sheaf_word(sh, n);
+		uint32_t n = sh->count;
 		/* The double-free check: obj is objects[n - 1] or objects[n - 2]
 		 * (with n < 2 the words before objects[]: the next link, NULL or
 		 * a sheaf, and the capacity, a small number, never an object). */
+		void **w = sheaf_word(sh, n);
 		bool twice = w[1] == obj || w[0] == obj;
 		bool pushed = !twice && n < sh->capacity;
 		if (pc_likely(pushed)) {
 			w[2] = obj; /* objects[n] */
-			sh->count = (uint32_t)n + 1;
+			sh->count = n + 1;
 		}
 		atomic_signal_fence(memory_order_seq_cst); /* the push before not busy */
 		PC_OWN_CLEAR(pc_thread_sheaf_busy);
