@@ -562,8 +562,9 @@ def exp_pcp(cfg, runner):
     # The per-CPU lists' high starts at vm.pcp_high_min and a refill never
     # fills past it, so with the default (64 pages) batches stop growing at
     # about 128 pages whatever the scale; the seed's machine had a high of
-    # thousands of pages. Start at vm.pcp_high so that the scale alone decides.
-    env = {"PCMALLOC_VM_PCP_HIGH_MIN": "2048"}
+    # thousands of pages. Start at vm.pcp_high (2048 here, the default is
+    # 512) so that the scale alone decides.
+    env = {"PCMALLOC_VM_PCP_HIGH": "2048", "PCMALLOC_VM_PCP_HIGH_MIN": "2048"}
     groups = [lambda a, s=s: [pages_point("pcp", "pages", a, pages_argv(cfg, runner),
                                     dict(env, PCMALLOC_VM_PCP_BATCH_SCALE_MAX=str(s)), scale=s)]
               for s in range(7)]

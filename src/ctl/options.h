@@ -38,7 +38,7 @@
 	  "PCP refill/drain batches scale up to batch << this (seed 001)")         \
 	X(VM_PCP_BATCH, "vm.pcp_batch", 16, 1, 4096, 1,                            \
 	  "pages moved per PCP refill/drain before scaling")                       \
-	X(VM_PCP_HIGH, "vm.pcp_high", 2048, 0, 1 << 20, 1,                         \
+	X(VM_PCP_HIGH, "vm.pcp_high", 512, 0, 1 << 20, 1,                          \
 	  "most pages a per-CPU list may hold (its high grows up to this)")        \
 	X(VM_PCP_HIGH_MIN, "vm.pcp_high_min", 64, 0, 1 << 20, 1,                   \
 	  "pages a per-CPU list may always hold; its high decays back to this")    \

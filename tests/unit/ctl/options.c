@@ -186,7 +186,7 @@ static int child_checks(void)
 	bad |= pc_option(PC_OPT_VM_PCP_BATCH) != 32;
 	bad |= pc_option(PC_OPT_STATS_PRINT) != 1;               /* a name */
 	bad |= strcmp(pc_option_text(PC_OPT_STATS_FILE), "/tmp/pc-stats.txt") != 0;
-	bad |= pc_option(PC_OPT_VM_PCP_HIGH) != 2048;          /* out of range: kept */
+	bad |= pc_option(PC_OPT_VM_PCP_HIGH) != 512;           /* out of range: kept */
 	bad |= pc_option(PC_OPT_VM_PCP_BATCH_SCALE_MAX) != 2;
 	bad |= !pc_options_help_requested();
 	return bad;
