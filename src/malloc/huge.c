@@ -85,14 +85,20 @@ static struct pc_huge_header *map_new(size_t data, size_t align)
  * drained first, so that their pages coalesce into wholly free regions,
  * which the page allocator then unmaps (pc_page_unmap_free), and the cached
  * huge mappings go too. Only then is a free range of a region lent (its
- * region then stays mapped while the block lives). NULL if all fails.
+ * region then stays mapped while the block lives). NULL if all fails. A
+ * signal handler that interrupted a slab slow path skips the drain and the
+ * unmapping, which block on locks its thread may hold (as malloc_aligned
+ * skips its reclaim).
  */
 static PC_NOINLINE struct pc_huge_header *map_refused(size_t data, size_t align, bool *fresh)
 {
-	pc_page_drain_all();
-	size_t given_back = pc_page_unmap_free();
-	given_back += huge_cache_flush();
-	struct pc_huge_header *h = given_back ? map_new(data, align) : NULL;
+	struct pc_huge_header *h = NULL;
+	if (!pc_slab_reentered()) {
+		pc_page_drain_all();
+		size_t given_back = pc_page_unmap_free();
+		given_back += huge_cache_flush();
+		h = given_back ? map_new(data, align) : NULL;
+	}
 	if (!h && align == PC_PAGE_SIZE) {
 		h = lend_new(data, fresh);
 		if (h) /* free() finds a descriptor: it says huge */
