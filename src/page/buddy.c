@@ -73,15 +73,18 @@ void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
  * else released if either half was; a dirty merged block counts as freed
  * when its newer dirty half was, so that no page is released before it has
  * stayed free for the whole delay.
- * A block freed dirty is stamped with the page clock; freed_ns is the time
- * to stamp (ignored unless mem is DIRTY).
+ * A block freed dirty is stamped with freed_ns, the page-clock time it was
+ * freed (ignored unless mem is DIRTY): callers that free a batch read the
+ * clock once; zone_free_block_locked reads it for one block.
  */
-void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem)
+void zone_free_block_at_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem,
+			       uint64_t freed_ns)
 {
 	pc_lock_assert_held(&z->lock);
 	struct pc_region *r = pc_page_region(pg);
 	size_t idx = (size_t)(pg - r->pages);
-	uint64_t freed_ns = mem == PC_MEM_DIRTY ? pc_page_clock_ns() : 0;
+	if (mem != PC_MEM_DIRTY)
+		freed_ns = 0;
 
 	while (order < PC_MAX_ORDER) {
 		size_t buddy_idx = idx ^ ((size_t)1 << order);
@@ -96,6 +99,11 @@ void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
 		order++;
 	}
 	free_area_add(z, &r->pages[idx], order, mem, freed_ns);
+}
+
+void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem)
+{
+	zone_free_block_at_locked(z, pg, order, mem, mem == PC_MEM_DIRTY ? pc_page_clock_ns() : 0);
 }
 
 /*

@@ -500,6 +500,8 @@ PC_INLINE void *pc_page_address(const struct pc_page *pg)
 /* "buddy.c" */
 struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool kept);
 void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem);
+void zone_free_block_at_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem,
+			       uint64_t freed_ns);
 void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order);
 bool zone_grow(struct pc_zone *z);
 bool page_stats_on(void);
@@ -529,6 +531,7 @@ bool page_numa_bind(void);
 void zone_run_init(struct pc_zone *z);
 struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t align_pages);
 void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages);
+void zone_run_free_at_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, uint64_t now);
 bool zone_run_claim_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, size_t to);
 size_t zone_run_release_locked(struct pc_zone *z);
 size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before);

@@ -167,6 +167,7 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 	pc_spin_stat_assert_held(&pcp->lock);
 	int moved = 0;
 	uint64_t t0 = pc_stats_clock();
+	uint64_t now = pc_page_clock_ns(); /* one freed time for the batch */
 	pc_lock_acquire(&z->lock);
 	while (moved < pages && pcp->count > 0) {
 		for (unsigned o = 0; o <= PC_PCP_MAX_ORDER && moved < pages; o++) {
@@ -176,7 +177,7 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 			struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
 			pc_list_del(&pg->list);
 			pc_pg_set_state(pg, PC_PG_NONE);
-			zone_free_block_locked(z, pg, o, PC_MEM_DIRTY);
+			zone_free_block_at_locked(z, pg, o, PC_MEM_DIRTY, now);
 			moved += 1 << o;
 			pcp->count -= 1 << o;
 		}
@@ -187,7 +188,7 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 			struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
 			pc_list_del(&pg->list);
 			pc_pg_set_state(pg, PC_PG_NONE);
-			zone_run_free_locked(z, pg, (size_t)n);
+			zone_run_free_at_locked(z, pg, (size_t)n, now);
 			moved += n;
 			pcp->count -= n;
 		}

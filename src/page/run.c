@@ -148,7 +148,8 @@ static void run_free_range(struct pc_zone *z, struct pc_region *r, size_t idx, s
 	}
 	if (n == PC_RUN_MAX_PAGES) { /* the whole chunk: back to the buddy lists */
 		z->run_chunk_pages -= PC_RUN_MAX_PAGES;
-		zone_free_block_locked(z, &r->pages[idx], PC_MAX_ORDER, mem);
+		/* freed when its newest dirty part was, as a merged run */
+		zone_free_block_at_locked(z, &r->pages[idx], PC_MAX_ORDER, mem, freed_ns);
 		return;
 	}
 	run_insert(z, r, idx, n, mem, freed_ns);
@@ -203,12 +204,18 @@ struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t al
 	return &r->pages[at];
 }
 
-/* Free a run of `pages` (head state already PC_PG_NONE). */
-void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages)
+/* Free a run of `pages` (head state already PC_PG_NONE), freed at page-clock
+ * time now (a batch reads the clock once). */
+void zone_run_free_at_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, uint64_t now)
 {
 	struct pc_region *r = pc_page_region(pg);
 	pc_lock_assert_held(&z->lock);
-	run_free_range(z, r, (size_t)(pg - r->pages), pages, PC_MEM_DIRTY, pc_page_clock_ns());
+	run_free_range(z, r, (size_t)(pg - r->pages), pages, PC_MEM_DIRTY, now);
+}
+
+void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages)
+{
+	zone_run_free_at_locked(z, pg, pages, pc_page_clock_ns());
 }
 
 /* Lengthen the run at pg from `pages` to `to` if a free run long enough
