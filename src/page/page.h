@@ -291,6 +291,7 @@ struct pc_zone {
 	_Atomic uint64_t next_pass_ns;
 	_Atomic size_t managed_hint; /* copy of managed_pages, for the bound */
 	_Atomic uint32_t releasing;  /* a release pass runs (release.c) */
+	_Atomic uint32_t growing;    /* threads in alloc_slow: no unmapping (unmap.c) */
 	size_t managed_pages;  /* under lock: pages in all regions */
 	/* Under lock: the chunks of the newest region not yet on the free lists
 	 * (buddy.c, "seeding"): its last seed_pages pages, FRESH, counted in

@@ -125,8 +125,8 @@ static struct pc_page *take_after_drain(const struct page_req *rq)
  *  3. when the OS refuses: any zone of the node, then of other nodes, then
  *     every pcp drained.
  */
-static PC_NOINLINE struct pc_page *alloc_slow(struct pc_zone *pref, unsigned cpu,
-					       const struct page_req *rq)
+static struct pc_page *alloc_slow_steps(struct pc_zone *pref, unsigned cpu,
+					const struct page_req *rq)
 {
 	struct pc_page *pg;
 	for (int attempt = 0; attempt < 4; attempt++) {
@@ -143,6 +143,20 @@ static PC_NOINLINE struct pc_page *alloc_slow(struct pc_zone *pref, unsigned cpu
 	if (!pg)
 		pg = take_elsewhere(pref, pref->node, false, 0, cpu, rq);
 	return pg ? pg : take_after_drain(rq);
+}
+
+/* The slow path, announced in pref->growing: while a thread grows the zone
+ * and then takes from it, the region it grew is wholly free, and unmap.c
+ * must not take it away in between (relaxed: the region is linked under
+ * the zone lock after the increment, and the unmapper reads the count under
+ * that lock; a stale nonzero count only skips an unmapping). */
+static PC_NOINLINE struct pc_page *alloc_slow(struct pc_zone *pref, unsigned cpu,
+					       const struct page_req *rq)
+{
+	pc_add_relaxed(&pref->growing, 1);
+	struct pc_page *pg = alloc_slow_steps(pref, cpu, rq);
+	pc_sub_relaxed(&pref->growing, 1);
+	return pg;
 }
 
 static void *alloc_on(struct pc_zone *z, unsigned cpu, const struct page_req *rq)

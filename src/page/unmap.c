@@ -22,6 +22,9 @@
  * and keeping one region per zone, so that a small program that cycles
  * memory does not map and unmap a region each time.
  *
+ * Not while a thread is in the zone's allocation slow path (zone->growing):
+ * a region it has just mapped is wholly free until it takes from it.
+ *
  * Locking: the region list, the free lists and spare_regions are under
  * zone->lock; the munmap and the zeroing run with it dropped, on a region
  * that is then on no list and in no table entry (only stale lock-free
@@ -103,7 +106,9 @@ size_t zone_unmap_free(struct pc_zone *z, bool clean_only, size_t keep_regions)
 	for (;;) {
 		struct pc_region *r = NULL;
 		pc_lock_acquire(&z->lock);
-		if (z->managed_pages > keep_regions * PC_REGION_PAGES)
+		/* Not while a thread grows the zone: the region it just mapped is
+		 * wholly free until it takes from it (page_alloc.c, alloc_slow). */
+		if (pc_load_relaxed(&z->growing) == 0 && z->managed_pages > keep_regions * PC_REGION_PAGES)
 			for (r = z->regions; r && !region_unmappable_locked(z, r, clean_only); r = r->next)
 				;
 		if (r)
