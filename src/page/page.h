@@ -39,9 +39,11 @@
  *     which malloc calls when the OS refuses a huge block its mapping,
  *     before borrowing; and by release passes, once a zone holds a whole
  *     region of free memory already given back (clean), keeping one region
- *     per zone. A huge block may then be mapped at the old address: the
- *     table entry was cleared before the munmap, so pc_page_of() on it says
- *     "no region".
+ *     per zone; never while a thread is in the zone's allocation slow path
+ *     (zone->growing: the region it has just mapped is wholly free until it
+ *     takes from it). A huge block may then be mapped at the old address:
+ *     the table entry was cleared before the munmap, so pc_page_of() on it
+ *     says "no region".
  *
  * Lending (lend.c): when the OS refuses a huge block a mapping of its own
  * even then, a range of free buddy pages, still mapped, still in the table,
