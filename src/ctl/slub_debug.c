@@ -23,6 +23,7 @@
 #include "options.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -62,22 +63,39 @@ static bool slub_debug_block_flags(const char *p, const char *end, unsigned *fla
 	return true;
 }
 
-/* Shell-style match of name against glob ('*', '?'). */
+/* Shell-style match of name against glob[0, glob_len) ('*', '?'), the
+ * iterative way: on a mismatch only the last '*' is retried, one character
+ * further, so the time is O(glob * name) whatever the pattern. */
 static bool slub_debug_glob(const char *glob, size_t glob_len, const char *name)
 {
-	if (glob_len == 0)
-		return *name == '\0';
-	if (*glob == '*') {
-		for (const char *n = name;; n++) {
-			if (slub_debug_glob(glob + 1, glob_len - 1, n))
-				return true;
-			if (*n == '\0')
-				return false;
+	size_t g = 0, star = SIZE_MAX;
+	const char *n = name, *star_n = name;
+	while (*n) {
+		if (g < glob_len && glob[g] == '*') {
+			star = g++;
+			star_n = n;
+		} else if (g < glob_len && (glob[g] == '?' || glob[g] == *n)) {
+			g++;
+			n++;
+		} else if (star != SIZE_MAX) {
+			g = star + 1;
+			n = ++star_n;
+		} else {
+			return false;
 		}
 	}
-	if (*name == '\0' || (*glob != '?' && *glob != *name))
-		return false;
-	return slub_debug_glob(glob + 1, glob_len - 1, name + 1);
+	while (g < glob_len && glob[g] == '*')
+		g++;
+	return g == glob_len;
+}
+
+/* A character for a message: itself if printable, else \xNN. */
+static void slub_debug_char(char ch, char *buf, size_t size)
+{
+	if (ch > ' ' && ch < 127)
+		snprintf(buf, size, "%c", ch);
+	else
+		snprintf(buf, size, "\\x%02x", (unsigned char)ch);
 }
 
 /*
@@ -93,9 +111,17 @@ static int slub_debug_walk(const char *text, const char *name, long *out, char *
 		const char *bend = b + blen, *fend = b + strcspn(b, ":;");
 		unsigned flags;
 		char bad = 0;
+		if (blen == 0 && b != text) { /* "F;" or "F;;Z": not a bare block */
+			snprintf(why, size, "an empty block (';' at the end or twice); accepted: "
+				 "flags of FZPUT or '-', then ':'-separated cache names, blocks "
+				 "separated by ';'");
+			return EINVAL;
+		}
 		if (!slub_debug_block_flags(b, fend, &flags, &bad)) {
-			snprintf(why, size, "unknown flag '%c'; accepted: flags of FZPUT or '-', "
-				 "then ':'-separated cache names, blocks separated by ';'", bad);
+			char shown[8];
+			slub_debug_char(bad, shown, sizeof(shown));
+			snprintf(why, size, "unknown flag '%s'; accepted: flags of FZPUT or '-', "
+				 "then ':'-separated cache names, blocks separated by ';'", shown);
 			return EINVAL;
 		}
 		all |= flags;

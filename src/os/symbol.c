@@ -1,20 +1,22 @@
 /*
  * os/symbol.c - code addresses for slub_debug's owner tracking (slab/debug.c):
  * the first caller of the stack outside pcmalloc's own object, and the
- * "symbol+0xoff" of an address: the unwinder's _Unwind_Backtrace (libgcc,
- * which glibc's backtrace() uses too), dl_iterate_phdr and dladdr.
+ * "symbol+0xoff" of an address: glibc's backtrace(), dl_iterate_phdr and
+ * dladdr (all in libc: libpcmalloc.so needs no libgcc_s; backtrace()
+ * loads it at its first call).
  *
- * The caller is the first frame whose address is not in the object (shared
- * library or program) that holds pcmalloc's code. So it is the program's
- * call of malloc, free, pc_cache_alloc... when pcmalloc is a shared library
- * (LD_PRELOAD, -lpcmalloc); linked into the program (libpcmalloc.a,
- * pcmalloc.o), every frame is in that object and the caller is unknown (0).
- * The walk stops at that frame, so its cost does not grow with the depth
- * of the program's stack. libgcc_s is linked in (no dlopen at the first
- * call, as glibc's backtrace() would do, which allocates); the unwinder
- * allocates nothing in a dynamically linked program, and a thread-local
- * guard makes a call made from inside the walk return 0 at once instead of
- * recursing, in case it ever does.
+ * The caller is the first frame whose address is not in the executable
+ * segments of the shared library that holds pcmalloc's code (found once).
+ * So it is the program's call of malloc, free, pc_cache_alloc... when
+ * pcmalloc is a shared library (LD_PRELOAD, -lpcmalloc); linked into the
+ * program (libpcmalloc.a, pcmalloc.o), every frame of the program is in
+ * that object, so no walk is made and the caller is unknown (0). At most
+ * SYMBOL_MAX_FRAMES frames are walked, so the cost does not grow with the
+ * program's stack depth. The first backtrace() loads libgcc_s, which
+ * allocates: callers hold no allocator lock, and a thread-local guard
+ * (set before anything else) makes a call made meanwhile from this thread
+ * (that allocation, or a signal handler's) return 0 at once instead of
+ * recursing or waiting for itself.
  *
  * Owns: the guard (per thread) and the object's executable ranges (written
  * once, under pc_once, which publishes them).
@@ -23,9 +25,9 @@
 #include "os.h"
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <link.h>
 #include <stdio.h>
-#include <unwind.h>
 
 static __thread bool symbol_in_backtrace __attribute__((tls_model("initial-exec")));
 
@@ -33,6 +35,10 @@ static __thread bool symbol_in_backtrace __attribute__((tls_model("initial-exec"
  * once (dl_iterate_phdr): frames are then tested with two compares each
  * instead of a dladdr (a walk of the loaded objects) per frame. */
 #define SYMBOL_MAX_RANGES 4
+/* Frames walked: pcmalloc's own are fewer than 12 on every path (malloc ->
+ * malloc_slow -> malloc_aligned -> sheaf_alloc_slow -> slab_debug_alloc -> here;
+ * realloc and operator new a few more). */
+#define SYMBOL_MAX_FRAMES 24
 static uintptr_t symbol_lo[SYMBOL_MAX_RANGES], symbol_hi[SYMBOL_MAX_RANGES];
 static int symbol_ranges; /* written once, inside pc_once */
 
@@ -53,7 +59,9 @@ static int symbol_find_self(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (!mine)
 		return 0;
-	symbol_ranges = n;
+	/* pcmalloc linked into the program (whose name is ""): every frame of
+	 * the program is "self", the caller cannot be told apart; no walk. */
+	symbol_ranges = info->dlpi_name && info->dlpi_name[0] ? n : 0;
 	return 1;
 }
 
@@ -71,35 +79,27 @@ static bool symbol_in_self(uintptr_t pc, int ranges)
 	return false;
 }
 
-/* One step of the stack walk: skip our own frames, stop at the first
- * other one. */
-struct symbol_walk {
-	int ranges, depth;
-	uintptr_t caller;
-};
-
-static _Unwind_Reason_Code symbol_step(struct _Unwind_Context *ctx, void *arg)
-{
-	struct symbol_walk *w = arg;
-	uintptr_t pc = (uintptr_t)_Unwind_GetIP(ctx);
-	if (pc == 0 || ++w->depth > 64)
-		return _URC_END_OF_STACK;
-	if (symbol_in_self(pc, w->ranges))
-		return _URC_NO_REASON;
-	w->caller = pc;
-	return _URC_END_OF_STACK;
-}
-
 uintptr_t os_caller_outside_self(void)
 {
 	static _Atomic uint32_t once;
-	if (symbol_in_backtrace || !pc_once(&once, symbol_init) || symbol_ranges == 0)
+	void *frames[SYMBOL_MAX_FRAMES];
+	/* The guard first: a signal handler that allocates while this thread
+	 * is inside pc_once or the walk returns here at once. */
+	if (symbol_in_backtrace)
 		return 0;
 	symbol_in_backtrace = true;
-	struct symbol_walk w = { .ranges = symbol_ranges };
-	_Unwind_Backtrace(symbol_step, &w);
+	uintptr_t caller = 0;
+	if (pc_once(&once, symbol_init) && symbol_ranges > 0) {
+		int n = backtrace(frames, SYMBOL_MAX_FRAMES);
+		for (int i = 1; i < n; i++) {
+			if (!symbol_in_self((uintptr_t)frames[i], symbol_ranges)) {
+				caller = (uintptr_t)frames[i];
+				break;
+			}
+		}
+	}
 	symbol_in_backtrace = false;
-	return w.caller;
+	return caller;
 }
 
 void os_symbolize(uintptr_t addr, char *buf, size_t size)

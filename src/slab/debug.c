@@ -13,7 +13,10 @@
  *          then the others, then a new slab); its freelist's head is checked
  *          (poison intact, red zone inactive, free pointer a slot of the
  *          slab), taken, its red zone marked active, its track written;
- *   free   the pointer is a slot of the slab (F), the object is not on the
+ *   free   the object is not first or second on its slab's freelist and
+ *          the slab has objects in use (always: the default double-free
+ *          check, which the sheaves would otherwise have made), the
+ *          pointer is a slot of the slab (F), the object is not on the
  *          slab's freelist, the walk of which also checks the freelist and
  *          the counters (F), its red zone is intact (Z); then its track,
  *          poison, inactive red zone, and the push; a slab that becomes
@@ -77,6 +80,11 @@ void slab_debug_geometry(struct pc_cache *s, size_t align)
 	size_t natural = (size_t)1 << __builtin_ctzll(s->object_size);
 	align = PC_MAX(align, PC_MIN(natural, (size_t)PC_PAGE_SIZE));
 	s->size = pc_align_up(end, align);
+}
+
+struct pc_slab_track *slab_debug_track(const struct pc_cache *s, void *obj, int which)
+{
+	return (struct pc_slab_track *)(void *)((char *)obj + s->track_offset) + which;
 }
 
 /* With Z: where the requested size of obj is kept. */
@@ -238,7 +246,7 @@ static void *debug_grow(struct pc_cache *s, unsigned node, uintptr_t caller)
 void *slab_debug_alloc(struct pc_cache *s)
 {
 	/* Before any lock: the stack walk is the unwinder's (os/symbol.c). */
-	uintptr_t caller = s->debug & PC_SLUB_DEBUG_U ? slab_debug_caller() : 0;
+	uintptr_t caller = s->debug & PC_SLUB_DEBUG_U ? os_caller_outside_self() : 0;
 	unsigned node = pc_cpu_node(os_cpu_current());
 	pc_assert_internal(!pc_slab_reentered());
 	sheaf_enter();
@@ -274,6 +282,19 @@ static void debug_check_free_call(const struct pc_cache *s, struct pc_page *slab
 		slab_debug_bug(s, slab, obj, "Wrong object count", NULL, NULL, 0);
 }
 
+/* Whatever the flags: the double-free check every cache has by default
+ * (slab.h, "Double frees"), which a debug cache would otherwise lose with
+ * its sheaves: obj is not first or second on its slab's freelist (where the
+ * object freed last on this node is: debug_free puts its slab first), and
+ * the slab has an object in use (else the counters would wrap). */
+static void debug_check_free_always(const struct pc_cache *s, struct pc_page *slab, uint8_t *obj)
+{
+	void *head = pc_load_relaxed(&slab_word(slab)->ptr);
+	if (obj == head || (head && slab_next(s, head) == obj) ||
+	    PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab)->word)) == 0)
+		slab_debug_bug(s, slab, obj, "Object already free", NULL, NULL, 0);
+}
+
 /* The red zone of an object being freed: active (Z). All inactive is a
  * second free (caught by F first when F is on). */
 static void debug_check_redzone_on_free(const struct pc_cache *s, struct pc_page *slab,
@@ -293,11 +314,12 @@ static void debug_check_redzone_on_free(const struct pc_cache *s, struct pc_page
 
 void slab_debug_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
-	uintptr_t caller = s->debug & PC_SLUB_DEBUG_U ? slab_debug_caller() : 0;
+	uintptr_t caller = s->debug & PC_SLUB_DEBUG_U ? os_caller_outside_self() : 0;
 	struct pc_cache_node *n = slab_node(s, slab);
 	struct pc_dword *w = slab_word(slab);
 	sheaf_enter();
 	pc_lock_acquire(&n->list_lock);
+	debug_check_free_always(s, slab, obj);
 	if (s->debug & PC_SLUB_DEBUG_F)
 		debug_check_free_call(s, slab, obj);
 	if (s->debug & PC_SLUB_DEBUG_Z)
@@ -335,7 +357,7 @@ void pc_slab_debug_bad_pointer(const char *func, const void *p)
 	struct pc_cache *s = slab ? slab->owner : NULL;
 	if (s && s->debug)
 		slab_debug_bug_in(s, slab, (void *)(uintptr_t)p, "Invalid object pointer", NULL, NULL,
-				  0, func);
+				  0, func, NULL);
 }
 
 void pc_slab_debug_set_size(struct pc_cache *s, void *obj, size_t size)

@@ -9,7 +9,7 @@
  * first frame outside pcmalloc's shared object: the program's call of
  * malloc, free, pc_cache_alloc, operator new... It costs nothing off debug
  * caches (every call of a debug cache is a slow path; the walk takes about
- * a microsecond). Linked into the program (libpcmalloc.a, pcmalloc.o) the
+ * a microsecond or two). Linked into the program (libpcmalloc.a, pcmalloc.o) the
  * caller is unknown ("?"): see symbol.c.
  *
  * Reports write with pc_report (os/message.c: a stack buffer and write(2),
@@ -20,19 +20,24 @@
 #include <stdio.h>
 #include <string.h>
 
-struct pc_slab_track *slab_debug_track(const struct pc_cache *s, void *obj, int which)
-{
-	return (struct pc_slab_track *)(void *)((char *)obj + s->track_offset) + which;
-}
+/* What a report prints, copied under list_lock: the lock is then dropped
+ * before anything is printed, since naming an address (dladdr) takes the
+ * dynamic loader's lock, which a thread inside dlopen may hold while it
+ * allocates and waits for this list_lock. */
+#define DEBUG_DUMP_OBJECT 128
+#define DEBUG_DUMP_ZONE 64
+struct debug_snapshot {
+	uint64_t counters;
+	void *freelist;
+	unsigned flags;
+	uint8_t first_byte;
+	size_t requested;
+	struct pc_slab_track track[2];
+	uint8_t object[DEBUG_DUMP_OBJECT], zone[DEBUG_DUMP_ZONE];
+};
 
-uintptr_t slab_debug_caller(void)
+static void debug_print_track(const struct pc_slab_track *t, int which)
 {
-	return os_caller_outside_self();
-}
-
-static void debug_print_track(const struct pc_cache *s, void *obj, int which)
-{
-	const struct pc_slab_track *t = slab_debug_track(s, obj, which);
 	const char *what = which == PC_TRACK_ALLOC ? "Allocated" : "Freed";
 	char sym[160];
 	if (!t->when_ns) {
@@ -44,16 +49,18 @@ static void debug_print_track(const struct pc_cache *s, void *obj, int which)
 	pc_report("INFO: %s in %s age=%llu cpu=%d pid=%u", what, sym, age_ms, (int)t->cpu, t->tid);
 }
 
-/* Hex dump of [p, p + n), at most `limit` bytes, 16 a line. */
-static void debug_dump(const char *label, const uint8_t *p, size_t n, size_t limit)
+/* Hex dump of the n bytes at `at`, copied to `bytes` (at most `limit`), 16
+ * a line. */
+static void debug_dump(const char *label, const uint8_t *at, const uint8_t *bytes, size_t n,
+		       size_t limit)
 {
 	for (size_t off = 0; off < PC_MIN(n, limit); off += 16) {
 		char line[16 * 3 + 1];
 		size_t k = 0;
-		for (size_t i = off; i < PC_MIN(off + 16, n) && k + 4 <= sizeof(line); i++)
-			k += (size_t)snprintf(line + k, sizeof(line) - k, " %02x", p[i]);
+		for (size_t i = off; i < PC_MIN(off + 16, PC_MIN(n, limit)) && k + 4 <= sizeof(line); i++)
+			k += (size_t)snprintf(line + k, sizeof(line) - k, " %02x", bytes[i]);
 		line[k] = '\0';
-		pc_report("%-8s %p:%s", label, (const void *)(p + off), line);
+		pc_report("%-8s %p:%s", label, (const void *)(at + off), line);
 	}
 	if (n > limit)
 		pc_report("%-8s ... (%zu more bytes)", label, n - limit);
@@ -83,34 +90,56 @@ static PC_COLD __attribute__((noreturn)) void debug_fatal(const struct pc_cache 
 	pc_fatal("slub_debug: %s in cache %s (object %p)", what, s->name, p);
 }
 
-void slab_debug_bug_in(const struct pc_cache *s, struct pc_page *slab, void *p, const char *what,
-		       const uint8_t *first, const uint8_t *last, int expect, const char *func)
+/* Copy what the report shows of object o (NULL: none) of slab. */
+static void debug_snap(const struct pc_cache *s, struct pc_page *slab, uint8_t *o,
+		       const uint8_t *first, struct debug_snapshot *snap)
 {
-	uint64_t cnt = pc_load_relaxed(&slab_word(slab)->word);
+	snap->counters = pc_load_relaxed(&slab_word(slab)->word);
+	snap->freelist = pc_load_relaxed(&slab_word(slab)->ptr);
+	snap->flags = slab->flags;
+	snap->first_byte = first ? *first : 0;
+	if (!o)
+		return;
+	snap->requested = pc_slab_debug_usable((struct pc_cache *)s, o);
+	if (s->debug & PC_SLUB_DEBUG_U)
+		memcpy(snap->track, slab_debug_track(s, o, PC_TRACK_ALLOC), sizeof(snap->track));
+	memcpy(snap->object, o, PC_MIN(s->object_size, (size_t)DEBUG_DUMP_OBJECT));
+	memcpy(snap->zone, o + s->object_size, PC_MIN(s->inuse - s->object_size, (size_t)DEBUG_DUMP_ZONE));
+}
+
+void slab_debug_bug_in(const struct pc_cache *s, struct pc_page *slab, void *p, const char *what,
+		       const uint8_t *first, const uint8_t *last, int expect, const char *func,
+		       struct pc_lock *held)
+{
 	uint8_t *o = debug_object_of(s, slab, p);
+	struct debug_snapshot snap;
+	debug_snap(s, slab, o, first, &snap);
+	if (held)
+		pc_lock_release(held);
 	pc_report("=============================================================================");
 	pc_report("BUG %s: %s", s->name, what);
 	pc_report("-----------------------------------------------------------------------------");
 	if (first && o)
 		pc_report("INFO: %p-%p @offset=%zu. First byte 0x%x instead of 0x%x", (const void *)first,
-			  (const void *)last, (size_t)(first - o), *first, (unsigned)expect);
+			  (const void *)last, (size_t)(first - o), snap.first_byte, (unsigned)expect);
 	if (o && (s->debug & PC_SLUB_DEBUG_U)) {
-		debug_print_track(s, o, PC_TRACK_ALLOC);
-		debug_print_track(s, o, PC_TRACK_FREE);
+		debug_print_track(&snap.track[PC_TRACK_ALLOC], PC_TRACK_ALLOC);
+		debug_print_track(&snap.track[PC_TRACK_FREE], PC_TRACK_FREE);
 	}
 	pc_report("INFO: Slab %p objects=%u used=%u fp=%p flags=0x%x", pc_page_address(slab),
-		  PC_SLAB_OBJECTS(cnt), PC_SLAB_INUSE(cnt), pc_load_relaxed(&slab_word(slab)->ptr),
-		  (unsigned)slab->flags);
+		  PC_SLAB_OBJECTS(snap.counters), PC_SLAB_INUSE(snap.counters), snap.freelist,
+		  snap.flags);
 	if (o && o != p)
 		pc_report("INFO: Pointer %p is %zu bytes into object %p", p, (size_t)((uint8_t *)p - o),
 			  (void *)o);
 	if (o) {
 		pc_report("INFO: Object %p @offset=%zu size=%zu requested=%zu slot=%zu", (void *)o,
 			  (size_t)((char *)o - (char *)pc_page_address(slab)), s->object_size,
-			  pc_slab_debug_usable((struct pc_cache *)s, o), s->size);
-		debug_dump("Object", o, s->object_size, 128);
+			  snap.requested, s->size);
+		debug_dump("Object", o, snap.object, s->object_size, DEBUG_DUMP_OBJECT);
 		if (s->debug & PC_SLUB_DEBUG_Z)
-			debug_dump("Redzone", o + s->object_size, s->inuse - s->object_size, 64);
+			debug_dump("Redzone", o + s->object_size, snap.zone, s->inuse - s->object_size,
+				   DEBUG_DUMP_ZONE);
 	}
 	debug_fatal(s, p, what, func);
 }
@@ -118,7 +147,8 @@ void slab_debug_bug_in(const struct pc_cache *s, struct pc_page *slab, void *p, 
 void slab_debug_bug(const struct pc_cache *s, struct pc_page *slab, void *obj, const char *what,
 		    const uint8_t *first, const uint8_t *last, int expect)
 {
-	slab_debug_bug_in(s, slab, obj, what, first, last, expect, NULL);
+	slab_debug_bug_in(s, slab, obj, what, first, last, expect, NULL,
+			  &slab_node((struct pc_cache *)s, slab)->list_lock);
 }
 
 void slab_debug_trace(const struct pc_cache *s, struct pc_page *slab, void *obj, bool alloc)

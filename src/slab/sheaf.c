@@ -91,7 +91,7 @@ void sheaf_cache_setup(struct pc_cache *s)
 		return;
 	}
 	s->slots = NULL;
-	if (thread_next < PC_THREAD_SHEAVES) {
+	if (thread_next < PC_THREAD_SHEAVES && !s->debug) { /* debug caches: no sheaves */
 		s->tindex = thread_next++;
 		pc_store_relaxed(&thread_caches[s->tindex], s);
 	}

@@ -136,9 +136,12 @@
  *     size (Z: object_size, or malloc's request, whose tail up to
  *     object_size is red zone too), two tracks (U), padding; size a multiple of the alignment and of the largest power of
  *     two up to a page dividing object_size; objects at slot starts;
- *   - no sheaves (sheaf_capacity 0, main sheaf pc_sheaf_none, its thread
- *     entry never set): every fast path fails, and the sheaf slow paths'
- *     first test sends it to slab_debug_alloc / slab_debug_free;
+ *   - no sheaves (sheaf_capacity 0, main sheaf pc_sheaf_none, no thread
+ *     sheaf index): every fast path fails, and the sheaf slow paths' first
+ *     test sends it to slab_debug_alloc / slab_debug_free;
+ *   - whatever its flags, a free of an object first or second on its
+ *     slab's freelist, or into a slab with nothing in use, is refused as
+ *     the sheaves would have (below the sheaves, "Double frees" above);
  *   - never a CPU slab, CPU freelist (NULL, tid even and unchanging) or CPU
  *     partial slab; its slabs are never frozen: a slab with a free object
  *     is on its node's partial list, a full one on no list;
@@ -146,7 +149,8 @@
  *     is made under its node's list_lock (so the freelist seen there is
  *     exact and the checks race with nothing); a free object's bytes are
  *     poison (P) and its red zone 0xbb (Z), an allocated one's red zone
- *     0xcc. A report (debug_report.c) is made under that lock and aborts.
+ *     0xcc. A report (debug_report.c) copies what it shows under that
+ *     lock, drops it, prints and aborts.
  *   The debug paths take list_lock alone (no c->lock, no slot lock), and
  *   call the page allocator with no slab lock held.
  *
@@ -826,7 +830,7 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 /* "debug.c": allocation and free of a debug cache ("Debug caches" above),
  * called by the sheaf slow paths before anything else; the layout of a
  * debug slot (from cache creation); a new slab's objects made free (poison,
- * red zones); the validate command. */
+ * red zones). */
 void *slab_debug_alloc(struct pc_cache *s);
 void slab_debug_free(struct pc_cache *s, struct pc_page *slab, void *obj);
 void slab_debug_geometry(struct pc_cache *s, size_t align);
@@ -839,22 +843,25 @@ struct pc_slab_track {
 	uint32_t tid;
 };
 enum { PC_TRACK_ALLOC, PC_TRACK_FREE };
-/* "debug_report.c": the caller of the allocator (the first frame of the
- * stack outside pcmalloc's shared object; 0 if unknown), the track of obj,
- * the SLUB-style report of a broken object (then the fatal message and
- * abort), and the trace lines (T). */
-uintptr_t slab_debug_caller(void);
+/* The track of obj (U). */
 struct pc_slab_track *slab_debug_track(const struct pc_cache *s, void *obj, int which);
+/* "debug_report.c": the SLUB-style report of a broken object (then the
+ * fatal message and abort), and the trace lines (T). The caller recorded
+ * in a track is os_caller_outside_self's (os.h). */
+/* slab_debug_bug: called with the list_lock of slab's node held, which
+ * it drops once it has copied what it prints (naming addresses takes the
+ * dynamic loader's lock: never under an allocator lock). */
 PC_COLD __attribute__((noreturn)) void slab_debug_bug(const struct pc_cache *s,
 	struct pc_page *slab, void *obj, const char *what, const uint8_t *first,
 	const uint8_t *last, int expect);
-/* The same for a pointer passed to func (free, realloc, ...) that starts
- * no object: the fatal line also says "invalid pointer", as glibc's. */
+/* The same with `held` (NULL: no lock) for a pointer passed to func (free,
+ * realloc, ...) that starts no object: the fatal line also says "invalid
+ * pointer", as glibc's. */
 PC_COLD __attribute__((noreturn)) void slab_debug_bug_in(const struct pc_cache *s,
 	struct pc_page *slab, void *p, const char *what, const uint8_t *first,
-	const uint8_t *last, int expect, const char *func);
+	const uint8_t *last, int expect, const char *func, struct pc_lock *held);
 void slab_debug_trace(const struct pc_cache *s, struct pc_page *slab, void *obj, bool alloc);
-/* "slab_alloc.c" */
+/* "slab_alloc.c" (more below) */
 /* A new slab of s on node, frozen, every object constructed and chained in
  * address order onto *chain (inuse == objects); NULL if out of memory. */
 struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain);

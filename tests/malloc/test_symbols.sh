@@ -71,12 +71,14 @@ check_group "pc_ API" "${prefixed_api[@]}"
 
 # No C++ runtime needed (malloc/new.cc): a C program that preloads the
 # library must not load libstdc++ (and libm, libgcc_s) for it.
-if readelf -d "$lib" 2>/dev/null | grep -q 'NEEDED.*libstdc++'; then
-	echo "symbols: $lib needs libstdc++ (see src/malloc/new.cc)" >&2
-	failed=$((failed + 1))
-else
-	passed=$((passed + 1))
-fi
+for runtime in libstdc++ libgcc_s libm; do
+	if readelf -d "$lib" 2>/dev/null | grep -q "NEEDED.*$runtime"; then
+		echo "symbols: $lib needs $runtime (see src/malloc/new.cc, src/os/symbol.c)" >&2
+		failed=$((failed + 1))
+	else
+		passed=$((passed + 1))
+	fi
+done
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

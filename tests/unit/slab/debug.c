@@ -2,7 +2,10 @@
  * tests/unit/slab/debug.c - slub_debug mode on object caches (slab.h "Debug
  * caches", slab/debug.c):
  *  - the slub.debug text: flags, cache lists with globs, blocks, '-', bad
- *    text refused with one line naming the entry;
+ *    text refused with one line naming the entry (empty blocks, control
+ *    characters escaped), '?' in a glob;
+ *  - a run-time sheaf capacity change leaves debug caches without sheaves;
+ *    a cache of 100000-byte objects;
  *  - only the caches the option names are debug caches (no sheaves, the
  *    debug layout); the others keep their sheaves and layout;
  *  - the layout keeps the alignment of caches created with one (8..4096);
@@ -12,7 +15,8 @@
  *    one-byte overflow ("Right Redzone overwritten" at the free), a write
  *    after free ("Poison overwritten" at the next allocation of the object,
  *    which is forced: the cache's only slab and the head of its freelist),
- *    a double free buried under 99 other frees ("Object already free"), an
+ *    a double free buried under 99 other frees ("Object already free"), a
+ *    double free with U alone (the default check kept without F), an
  *    interior pointer ("Invalid object pointer"); each with the SLUB
  *    banner, the INFO line of the broken bytes where there are some,
  *    pcmalloc's fatal line and SIGABRT.
@@ -60,6 +64,13 @@ TEST(option_syntax)
 	CHECK(strstr(why, "unknown flag 'X'") != NULL);
 	CHECK_EQ(pc_slub_debug_parse("F::a", &v, why, sizeof(why)), EINVAL);
 	CHECK_EQ(pc_slub_debug_parse("F:0123456789012345678901234567890123", &v, why, sizeof(why)), EINVAL);
+	/* an empty block is an error, not a second bare "FZPU" block */
+	CHECK_EQ(pc_slub_debug_parse("Z:kmalloc-64;", &v, why, sizeof(why)), EINVAL);
+	CHECK(strstr(why, "empty block") != NULL);
+	CHECK_EQ(pc_slub_debug_parse("F;;Z", &v, why, sizeof(why)), EINVAL);
+	/* a control character is shown escaped */
+	CHECK_EQ(pc_slub_debug_parse("F\x01", &v, why, sizeof(why)), EINVAL);
+	CHECK(strstr(why, "'\\x01'") != NULL);
 	/* through the tunables' entry point: one line, the option unchanged */
 	char msg[320];
 	CHECK_EQ(pc_option_apply_text("PCMALLOC_OPTIONS", "slub.debug", "FQ", true, msg, sizeof(msg)),
@@ -72,8 +83,8 @@ TEST(option_syntax)
 static void debug_on(void)
 {
 	char msg[320];
-	REQUIRE(pc_option_apply_text("test", "slub.debug", "-:dbg-off;FZPU:dbg-*;Z:zonly-*", true,
-				     msg, sizeof(msg)) == 0);
+	REQUIRE(pc_option_apply_text("test", "slub.debug", "-:dbg-off;FZPU:dbg-*;Z:zonly-*;U:uonly-?",
+				     true, msg, sizeof(msg)) == 0);
 }
 
 TEST(which_caches)
@@ -83,9 +94,11 @@ TEST(which_caches)
 	CHECK_EQ(pc_slub_debug_flags("dbg-off"), 0u);  /* the first block that names it */
 	CHECK_EQ(pc_slub_debug_flags("zonly-x"), PC_SLUB_DEBUG_Z);
 	CHECK_EQ(pc_slub_debug_flags("plain"), 0u);
+	CHECK_EQ(pc_slub_debug_flags("uonly-1"), PC_SLUB_DEBUG_U); /* '?': one character */
+	CHECK_EQ(pc_slub_debug_flags("uonly-12"), 0u);
 	char text[300];
 	pc_option_format(PC_OPT_SLUB_DEBUG, text, sizeof(text));
-	CHECK(strcmp(text, "-:dbg-off;FZPU:dbg-*;Z:zonly-*") == 0);
+	CHECK(strcmp(text, "-:dbg-off;FZPU:dbg-*;Z:zonly-*;U:uonly-?") == 0);
 	char msg[320];
 	CHECK_EQ(pc_option_apply_text("test", "slub.debug", "F", false, msg, sizeof(msg)), EPERM);
 
@@ -113,7 +126,24 @@ TEST(which_caches)
 		pc_cache_free(d, o[i]);
 	}
 	CHECK_EQ(pc_cache_check(d), 0);
+	/* a run-time sheaf capacity change leaves debug caches without sheaves */
+	REQUIRE(pc_option_set(PC_OPT_SLUB_SHEAF_CAPACITY, 7, false) == 0);
+	CHECK_EQ(pc_load_relaxed(&d->sheaf_capacity), 0u);
+	CHECK_EQ(pc_load_relaxed(&p->sheaf_capacity), 7u);
+	void *x = pc_cache_alloc(d);
+	pc_cache_free(d, x);
+	REQUIRE(pc_option_set(PC_OPT_SLUB_SHEAF_CAPACITY, -1, false) == 0);
+	CHECK_EQ(pc_cache_check(d), 0);
 	CHECK_EQ(pc_cache_destroy(d), 0u);
+	/* a large object: a slab of one or two, still checked */
+	struct pc_cache *big = make("dbg-big", 100000);
+	char *b1 = pc_cache_alloc(big), *b2 = pc_cache_alloc(big);
+	REQUIRE(b1 && b2);
+	memset(b1, 1, 100000);
+	memset(b2, 2, 100000);
+	pc_cache_free(big, b1);
+	pc_cache_free(big, b2);
+	CHECK_EQ(pc_cache_destroy(big), 0u);
 }
 
 TEST(alignment_kept)
@@ -205,6 +235,18 @@ static void buried_double_free(void *arg)
 	pc_cache_free(s, o[0]); /* freed 99 frees ago */
 }
 
+/* U alone (no F, no Z): the default double-free check still holds. */
+static void u_only_double_free(void *arg)
+{
+	pin_here();
+	struct pc_cache *s = make("uonly-1", 40);
+	void *a = pc_cache_alloc(s), *b = pc_cache_alloc(s);
+	pc_cache_free(s, a);
+	if (arg) /* free(a); free(b); free(a) */
+		pc_cache_free(s, b);
+	pc_cache_free(s, a);
+}
+
 static void interior_pointer(void *arg)
 {
 	(void)arg;
@@ -248,6 +290,16 @@ TEST(buried_double_free_reported)
 	CHECK(strstr(err, "pcmalloc: fatal: free(") != NULL && strstr(err, "double free detected") != NULL);
 }
 
+TEST(double_free_caught_without_f)
+{
+	int st = test_in_child(u_only_double_free, NULL, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG uonly-1: Object already free"));
+	CHECK(strstr(err, "double free detected") != NULL);
+	CHECK(strstr(err, "INFO: Allocated in ") != NULL); /* U's tracks */
+	st = test_in_child(u_only_double_free, (void *)1, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG uonly-1: Object already free"));
+}
+
 TEST(interior_pointer_reported)
 {
 	int st = test_in_child(interior_pointer, NULL, err, sizeof(err));
@@ -271,6 +323,7 @@ int main(void)
 	RUN(overflow_reported);
 	RUN(write_after_free_reported);
 	RUN(buried_double_free_reported);
+	RUN(double_free_caught_without_f);
 	RUN(interior_pointer_reported);
 	RUN(z_alone_catches_a_write_into_the_zone);
 	return test_report();
