@@ -64,20 +64,70 @@ void sheaf_free(struct pc_sheaf *sh)
 	slab_free_fast(sc, pc_slab_of(sh), sh);
 }
 
+/*
+ * Flushing a sheaf: its objects are grouped by slab into chains linked
+ * through their free pointers, and each chain goes back with one
+ * compare-and-swap of its slab's word (slab_free_bulk), as the kernel's
+ * __kmem_cache_free_bulk builds a detached freelist per slab; one
+ * slab_free_fast per object cost a locked cmpxchg16b each. A sheaf's
+ * objects come in runs of a few slabs (freed in the order they were
+ * allocated, and allocated from one slab at a time), so up to FLUSH_OPEN
+ * chains are open at once; an object of another slab closes the oldest.
+ * A slab may then get more than one chain: correct, only slower.
+ */
+#define FLUSH_OPEN 4
+
+struct flush_chain {
+	struct pc_page *slab; /* NULL: not open */
+	void *head, *tail;
+	uint32_t k;
+};
+
+static void flush_chain_close(struct pc_cache *s, struct flush_chain *ch)
+{
+	if (ch->slab)
+		slab_free_bulk(s, ch->slab, ch->head, ch->tail, ch->k);
+	ch->slab = NULL;
+}
+
+/* The open chain of slab, or the oldest one closed and reopened for it. */
+static struct flush_chain *flush_chain_of(struct pc_cache *s, struct flush_chain *open,
+					  unsigned *oldest, struct pc_page *slab, void *obj)
+{
+	for (unsigned j = 0; j < FLUSH_OPEN; j++)
+		if (open[j].slab == slab)
+			return &open[j];
+	struct flush_chain *ch = &open[*oldest];
+	*oldest = (*oldest + 1) % FLUSH_OPEN;
+	flush_chain_close(s, ch);
+	*ch = (struct flush_chain){ .slab = slab, .head = NULL, .tail = obj, .k = 0 };
+	return ch;
+}
+
 void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 {
 	if (sh->count == 0)
 		return;
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
+	struct flush_chain open[FLUSH_OPEN] = { { 0 } };
+	unsigned oldest = 0;
 	for (uint32_t i = 0; i < sh->count; i++) {
 		void *obj = sh->objects[i];
 		struct pc_page *slab = pc_slab_of(obj);
 		/* A second copy of an object freed twice: its slab may have
-		 * gone back to the page allocator with the first one. */
+		 * gone back to the page allocator with the first one; or it
+		 * heads its slab's chain already (a cycle otherwise). */
 		if (pc_unlikely(!slab || slab->owner != s))
 			pc_slab_double_free(s, obj);
-		slab_free_fast(s, slab, obj);
+		struct flush_chain *ch = flush_chain_of(s, open, &oldest, slab, obj);
+		if (pc_unlikely(ch->head == obj))
+			pc_slab_double_free(s, obj);
+		slab_set_next(s, obj, ch->head);
+		ch->head = obj;
+		ch->k++;
 	}
+	for (unsigned j = 0; j < FLUSH_OPEN; j++)
+		flush_chain_close(s, &open[j]);
 	sh->count = 0;
 }
 

@@ -34,7 +34,9 @@
  *   empty (full) the slow path swaps in the spare, else trades whole sheaves
  *   with the node's barn (full and empty sheaves under barn->lock, at most
  *   slub.barn_sheaves of each), and only when the barn has none refills
- *   from (flushes to) the slabs in one batch.
+ *   from (flushes to) the slabs in one batch: a refill takes c->lock once,
+ *   a flush gives each slab's objects back as one chain with one
+ *   compare-and-swap of the slab word (barn.c, slab_free_bulk).
  *   Two fast paths, chosen once at start-up (slub.sheaf_mode reads it):
  *   rseq    per-CPU sheaves on glibc's rseq registration (os.h "per-CPU
  *           stacks on rseq"): push and pop are restartable sequences that
@@ -117,8 +119,10 @@
  *     onto (SLUB's naive check, extended to the second entry of the CPU
  *     freelist in slab_free_fast; the head of the slab's own freelist in
  *     slab_free_slow), and slab_free_slow refuses a free to a
- *     slab none of whose objects is in use; a flushed sheaf object whose
- *     slab is gone, and a CPU freelist longer than its slab, are reported.
+ *     slab none of whose objects is in use (or fewer than a flushed chain
+ *     holds); a flushed sheaf object whose slab is gone or that heads its
+ *     slab's chain already, and a CPU freelist longer than its slab, are
+ *     reported.
  *   None of these reads can see a legitimately allocated object as free: it
  *   has been on no free list since its allocation, which happens before the
  *   free (C11 coherence; the rseq section reads its CPU's sheaf atomically).
@@ -235,7 +239,8 @@
 	X(barn_put)            /* sheaf given to the barn */                   \
 	X(sheaf_flush_all)     /* every CPU's sheaves flushed (fence) */       \
 	X(sheaf_reentrant)     /* slow path entered from a signal handler */   \
-	X(sheaf_bypass)        /* allocation or free that skipped sheaves */
+	X(sheaf_bypass)        /* allocation or free that skipped sheaves */  \
+	X(free_bulk)           /* flushed sheaf objects of one slab freed with one compare-and-swap */
 
 enum pc_slab_stat {
 #define PC_SLAB_STAT_ENUM(name) PC_SLAB_STAT_##name,
@@ -577,6 +582,11 @@ PC_INLINE void slab_stat(struct pc_cache_cpu *c, enum pc_slab_stat item)
 	if (pc_unlikely(pc_option(PC_OPT_STATS_ENABLE)))
 		pc_add_relaxed(&c->stats[item], 1);
 }
+PC_INLINE void slab_stat_add(struct pc_cache_cpu *c, enum pc_slab_stat item, uint64_t n)
+{
+	if (pc_unlikely(pc_option(PC_OPT_STATS_ENABLE)))
+		pc_add_relaxed(&c->stats[item], n);
+}
 
 /* The slab (head page) holding p; NULL if p is not in a slab. */
 PC_INLINE struct pc_page *pc_slab_of(const void *p)
@@ -880,6 +890,10 @@ struct pc_cache_node *slab_node(struct pc_cache *s, struct pc_page *slab);
 long slab_cpu_freelist_count(struct pc_cache *s, struct pc_cache_cpu *c);
 /* "slab_free.c" */
 void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list);
+/* Free k objects of slab, chained head -> ... -> tail through their free
+ * pointers, with one compare-and-swap of the slab word (slab_free_slow's
+ * state changes for k frees at once). No lock held. */
+void slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k);
 /* Fill out[0..n) from the slabs under c->lock once per slab (SLUB's bulk
  * allocation); returns how many it got (fewer when out of memory). */
 unsigned slab_alloc_bulk(struct pc_cache *s, void **out, unsigned n);

@@ -64,7 +64,17 @@ void slab_double_free_report(const struct pc_cache *s, const void *obj)
 	pc_slab_double_free(s, obj);
 }
 
-void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
+/*
+ * The free of k objects of one slab, chained head -> ... -> tail through
+ * their free pointers (tail's is overwritten): one compare-and-swap of the
+ * slab word for all of them, as the kernel's __slab_free with a detached
+ * freelist. The state changes are those of a single free whose inuse drops
+ * by k: frozen, push; full, freeze onto this CPU's partial list; empty or
+ * full with CPU partial lists off, under list_lock. slab_free_slow is the
+ * case k == 1 (head == tail), compiled from the same body.
+ */
+PC_INLINE void free_chain(struct pc_cache *s, struct pc_page *slab, void *head, void *tail,
+			  uint32_t k)
 {
 	pc_assert_internal(!s->debug); /* debug caches never reach the CPU slabs */
 	struct pc_dword *w = slab_word(slab);
@@ -76,11 +86,11 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	for (;;) {
 		void *prior = pc_load_relaxed(&w->ptr);
 		cnt = pc_load_relaxed(&w->word);
-		/* obj already heads the freelist, or no object is in use: a
-		 * double free (slab.h, "Double frees"). */
-		if (pc_unlikely(prior == obj || PC_SLAB_INUSE(cnt) == 0))
-			pc_slab_double_free(s, obj);
-		inuse = PC_SLAB_INUSE(cnt) - 1;
+		/* head already heads the freelist, or fewer objects in use
+		 * than we free: a double free (slab.h, "Double frees"). */
+		if (pc_unlikely(prior == head || PC_SLAB_INUSE(cnt) < k))
+			pc_slab_double_free(s, head);
+		inuse = PC_SLAB_INUSE(cnt) - k;
 		freeze = false;
 		if (!PC_SLAB_FROZEN(cnt) && (inuse == 0 || !prior)) {
 			if (!prior && inuse > 0 && slab_cpu_partial(s) > 0) {
@@ -91,19 +101,19 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 				continue; /* re-read under the lock */
 			}
 		}
-		slab_set_next(s, obj, prior);
-		uint64_t updated = (cnt - 1) | (freeze ? PC_SLAB_COUNTERS(0, 0, 1) : 0);
-		if (pc_dcas(w, prior, cnt, obj, updated))
+		slab_set_next(s, tail, prior);
+		uint64_t updated = (cnt - k) | (freeze ? PC_SLAB_COUNTERS(0, 0, 1) : 0);
+		if (pc_dcas(w, prior, cnt, head, updated))
 			break;
 		slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_cmpxchg_slab_fail);
 	}
 
 	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
-	slab_stat(c, PC_SLAB_STAT_free_slowpath);
+	slab_stat_add(c, PC_SLAB_STAT_free_slowpath, k);
 	if (pc_load_relaxed(&c->slab) != slab)
-		slab_stat(c, PC_SLAB_STAT_free_remote);
+		slab_stat_add(c, PC_SLAB_STAT_free_remote, k);
 	if (PC_SLAB_FROZEN(cnt)) {
-		slab_stat(c, PC_SLAB_STAT_free_frozen);
+		slab_stat_add(c, PC_SLAB_STAT_free_frozen, k);
 		if (n) /* it was frozen by someone else after we locked */
 			pc_lock_release(&n->list_lock);
 		return;
@@ -115,4 +125,15 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	} else if (n) {
 		settle_slab_unlock(s, n, slab, inuse);
 	}
+}
+
+void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
+{
+	free_chain(s, slab, obj, obj, 1);
+}
+
+void slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k)
+{
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_free_bulk);
+	free_chain(s, slab, head, tail, k);
 }

@@ -23,6 +23,10 @@
  *    interrupted fast path would, then raises the signal) leaves the
  *    thread's sheaf exactly as it was (count and top) and is served by the
  *    slabs (sheaf_bypass counts it); cleared, the sheaf serves again.
+ *  - flushing a sheaf frees its objects one chain per slab (free_bulk
+ *    counts the compare-and-swaps: one per slab when the objects of up to
+ *    four slabs are interleaved, more when more slabs alternate), every
+ *    object back on its slab (check exact, slabs given back by shrink).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -192,6 +196,76 @@ TEST(barn_bounded)
 	CHECK_EQ(pc_cache_destroy(s), 0);
 }
 
+/* A sheaf of the test's own holding objects of `nslabs` slabs (taken from
+ * by[], objects grouped by slab), in round-robin order of the slabs, `per`
+ * of each; flushed: returns the free_bulk count it took. */
+static uint64_t flush_interleaved(struct pc_cache *s, void *(*by)[64], unsigned nslabs,
+				  unsigned per)
+{
+	struct pc_sheaf *sh = sheaf_new(s, nslabs * per);
+	REQUIRE(sh);
+	for (unsigned i = 0; i < per; i++)
+		for (unsigned j = 0; j < nslabs; j++)
+			sh->objects[sh->count++] = by[j][i];
+	uint64_t bulk = stat_of(s, PC_SLAB_STAT_free_bulk);
+	uint64_t slow = stat_of(s, PC_SLAB_STAT_free_slowpath);
+	sheaf_flush_objects(s, sh);
+	CHECK_EQ(sh->count, 0);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_free_slowpath) - slow, nslabs * per);
+	sheaf_free(sh);
+	return stat_of(s, PC_SLAB_STAT_free_bulk) - bulk;
+}
+
+TEST(flush_one_chain_per_slab)
+{
+	set_opt(PC_OPT_STATS_ENABLE, 1);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 0); /* the test's sheaves only */
+	struct pc_cache *s = pc_cache_create("sheaf-bulk", 256, 0, NULL);
+	REQUIRE(s);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	unsigned per = info.objects_per_slab; /* 16 per 4 KiB slab, or more */
+	REQUIRE(per >= 16);
+	/* 16 objects of each of 10 slabs. */
+	enum { SLABS = 10, EACH = 16, N = 2000 };
+	static void *all[N], *by[SLABS][64];
+	static struct pc_page *slab_of[SLABS];
+	unsigned got[SLABS] = { 0 }, nslab = 0;
+	for (int i = 0; i < N; i++) {
+		REQUIRE((all[i] = pc_cache_alloc(s)) != NULL);
+		struct pc_page *sl = pc_slab_of(all[i]);
+		unsigned j = 0;
+		while (j < nslab && slab_of[j] != sl)
+			j++;
+		if (j == nslab && nslab < SLABS)
+			slab_of[nslab++] = sl;
+		if (j < nslab && got[j] < EACH) {
+			by[j][got[j]++] = all[i];
+			all[i] = NULL;
+		}
+	}
+	for (unsigned j = 0; j < SLABS; j++)
+		REQUIRE(got[j] == EACH);
+	long live = N - SLABS * EACH;
+	/* Four slabs alternating: one chain (one compare-and-swap) each. */
+	CHECK_EQ(flush_interleaved(s, by, 4, EACH), 4);
+	CHECK_EQ(pc_cache_check(s), live + (SLABS - 4) * EACH);
+	/* Six alternating: each object closes the oldest chain, so every
+	 * object is a chain of one; still every object back. */
+	CHECK_EQ(flush_interleaved(s, by + 4, 6, EACH), 6 * EACH);
+	CHECK_EQ(pc_cache_check(s), live);
+	for (int i = 0; i < N; i++)
+		if (all[i])
+			pc_cache_free(s, all[i]);
+	CHECK_EQ(pc_cache_check(s), 0);
+	pc_cache_shrink(s);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.slabs, 0);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
+	set_opt(PC_OPT_STATS_ENABLE, 0);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
 static _Atomic uint64_t ctor_calls;
 static void ctor(void *p)
 {
@@ -355,6 +429,7 @@ int main(void)
 	RUN(flush_other_cpu);
 	RUN(capacity_changes);
 	RUN(barn_bounded);
+	RUN(flush_one_chain_per_slab);
 	RUN(constructor_once_per_slot);
 	RUN(signal_handler_reenters_slow_path);
 	return test_report();
