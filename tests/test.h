@@ -145,4 +145,18 @@ static inline bool test_exited_ok(int status)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+#ifdef _GNU_SOURCE
+#include <sched.h>
+/* Pin the calling thread to the CPU it runs on now, so that what it frees
+ * and allocates next goes through one CPU's structures (sheaves, CPU slab). */
+static inline void test_pin_here(void)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	int cpu = sched_getcpu();
+	CPU_SET(cpu < 0 ? 0 : cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+#endif
+
 #endif /* PC_TEST_H */

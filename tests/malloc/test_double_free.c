@@ -32,20 +32,11 @@ typedef void (*cache_free_fn)(void *, void *);
 static size_t block_size;  /* set by the parent before each fork */
 static bool sheaves_off;   /* likewise */
 
-static void pin_here(void)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	int cpu = sched_getcpu();
-	CPU_SET(cpu < 0 ? 0 : cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 /* In the child: the options the case asks for (the API through dlsym, as the
  * _preload build does not link pcmalloc). */
 static void child_setup(void)
 {
-	pin_here();
+	test_pin_here();
 	if (sheaves_off) {
 		ctl_set_fn set = (ctl_set_fn)dlsym(RTLD_DEFAULT, "pcmalloc_ctl_set");
 		REQUIRE(set && set("slub.sheaf_capacity", 0) == 0);

@@ -30,15 +30,6 @@ typedef int (*ctl_get_fn)(const char *, long *);
 
 static char err[16384];
 
-static void pin_here(void)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	int cpu = sched_getcpu();
-	CPU_SET(cpu < 0 ? 0 : cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static long ctl(const char *name)
 {
 	ctl_get_fn get = (ctl_get_fn)dlsym(RTLD_DEFAULT, "pcmalloc_ctl_get");
@@ -110,7 +101,7 @@ TEST(usable_size_is_the_request)
 static void overflow_of_the_request(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	char *volatile p = p_malloc(24); /* kmalloc-32 */
 	p[24] = 'x';
 	p_free(p);
@@ -119,7 +110,7 @@ static void overflow_of_the_request(void *arg)
 static void overflow_after_realloc(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	char *volatile p = p_malloc(60);
 	p = p_realloc(p, 40); /* in place */
 	p[45] = 'x';
@@ -129,7 +120,7 @@ static void overflow_after_realloc(void *arg)
 static void overflow_one_byte(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	char *volatile p = slub_debug_test_allocate(64);
 	p[64] = 'x';
 	p_free(p);
@@ -138,7 +129,7 @@ static void overflow_one_byte(void *arg)
 static void write_after_free(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	char *volatile p = slub_debug_test_allocate(64);
 	slub_debug_test_free(p); /* now the head of its slab's freelist */
 	p[10] = 'x';
@@ -148,7 +139,7 @@ static void write_after_free(void *arg)
 static void buried_double_free(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	void *p[100];
 	for (int i = 0; i < 100; i++)
 		p[i] = p_malloc(64);
@@ -160,7 +151,7 @@ static void buried_double_free(void *arg)
 static void interior_pointer(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	char *p = p_malloc(64);
 	p_free(p + 16);
 }

@@ -32,15 +32,6 @@
 
 static char err[16384];
 
-static void pin_here(void)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	int cpu = sched_getcpu();
-	CPU_SET(cpu < 0 ? 0 : cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static struct pc_cache *make(const char *name, size_t size)
 {
 	struct pc_cache *s = pc_cache_create(name, size, 0, NULL);
@@ -204,7 +195,7 @@ TEST(constructor_kept)
 static void overflow_one_byte(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	struct pc_cache *s = make("dbg-overflow", 40);
 	char *a = pc_cache_alloc(s);
 	a[40] = 'x'; /* one byte past the object */
@@ -214,7 +205,7 @@ static void overflow_one_byte(void *arg)
 static void write_after_free(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	struct pc_cache *s = make("dbg-uaf", 40);
 	char *a = pc_cache_alloc(s); /* the cache's first object: its only slab */
 	pc_cache_free(s, a);         /* the head of that slab's freelist */
@@ -225,7 +216,7 @@ static void write_after_free(void *arg)
 static void buried_double_free(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	struct pc_cache *s = make("dbg-double", 40);
 	void *o[100];
 	for (int i = 0; i < 100; i++)
@@ -238,7 +229,7 @@ static void buried_double_free(void *arg)
 /* U alone (no F, no Z): the default double-free check still holds. */
 static void u_only_double_free(void *arg)
 {
-	pin_here();
+	test_pin_here();
 	struct pc_cache *s = make("uonly-1", 40);
 	void *a = pc_cache_alloc(s), *b = pc_cache_alloc(s);
 	pc_cache_free(s, a);
@@ -250,7 +241,7 @@ static void u_only_double_free(void *arg)
 static void interior_pointer(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	struct pc_cache *s = make("dbg-interior", 40);
 	char *a = pc_cache_alloc(s);
 	pc_cache_free(s, a + 8);
@@ -259,7 +250,7 @@ static void interior_pointer(void *arg)
 static void underflow_into_previous(void *arg)
 {
 	(void)arg;
-	pin_here();
+	test_pin_here();
 	struct pc_cache *s = pc_cache_create("zonly-prev", 40, 0, NULL); /* Z alone */
 	char *a = pc_cache_alloc(s), *b = pc_cache_alloc(s);
 	REQUIRE(b == a + s->size); /* address order in a new slab */
