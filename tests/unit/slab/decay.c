@@ -20,6 +20,7 @@
 #include "slab/slab.h"
 #include "test.h"
 #include "unit/unit_helpers.h"
+#include "unit/slab/parked.h"
 
 #include <pthread.h>
 #include <semaphore.h>
@@ -35,31 +36,13 @@ static long sheaf_objects(struct pc_cache *s)
 }
 
 static struct pc_cache *idle_cache;
-static sem_t ready, go;
-
-static void *fill_and_park(void *arg)
-{
-	(void)arg;
-	static void *v[FILL];
-	for (int i = 0; i < FILL; i++)
-		REQUIRE((v[i] = pc_cache_alloc(idle_cache)) != NULL);
-	for (int i = 0; i < FILL; i++)
-		pc_cache_free(idle_cache, v[i]);
-	sem_post(&ready);
-	while (sem_wait(&go) != 0)
-		;
-	return NULL;
-}
 
 TEST(idle_thread_decays)
 {
 	idle_cache = pc_cache_create("dc-idle", 64, 0, NULL);
 	REQUIRE(idle_cache != NULL);
-	REQUIRE(sem_init(&ready, 0, 0) == 0 && sem_init(&go, 0, 0) == 0);
-	pthread_t t;
-	REQUIRE(pthread_create(&t, NULL, fill_and_park, NULL) == 0);
-	while (sem_wait(&ready) != 0)
-		;
+	struct parked parked;
+	parked_start(&parked, idle_cache, FILL);
 	long held = sheaf_objects(idle_cache);
 	CHECK(held > 0);
 	pc_slab_decay_pass(); /* the first look */
@@ -72,8 +55,7 @@ TEST(idle_thread_decays)
 	struct pc_cache_info info;
 	pc_cache_info(idle_cache, &info);
 	CHECK_EQ(info.active_objects, 0);
-	sem_post(&go);
-	REQUIRE(pthread_join(t, NULL) == 0);
+	parked_finish(&parked);
 	CHECK_EQ(pc_cache_check(idle_cache), 0);
 	CHECK_EQ(pc_cache_destroy(idle_cache), 0);
 }

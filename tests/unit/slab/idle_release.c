@@ -34,6 +34,7 @@
 #include "slab/slab.h"
 #include "test.h"
 #include "unit/unit_helpers.h"
+#include "unit/slab/parked.h"
 
 #include <pthread.h>
 #include <semaphore.h>
@@ -43,7 +44,6 @@
 #define FILL 400 /* > one sheaf: the barn gets some */
 
 static struct pc_cache *cache;
-static sem_t ready, go;
 
 static struct pc_cache_info info_of(struct pc_cache *s)
 {
@@ -52,35 +52,18 @@ static struct pc_cache_info info_of(struct pc_cache *s)
 	return info;
 }
 
-static void *fill_and_park(void *arg)
-{
-	(void)arg;
-	static void *v[FILL];
-	for (int i = 0; i < FILL; i++)
-		REQUIRE((v[i] = pc_cache_alloc(cache)) != NULL);
-	for (int i = 0; i < FILL; i++)
-		pc_cache_free(cache, v[i]);
-	sem_post(&ready);
-	while (sem_wait(&go) != 0)
-		;
-	return NULL;
-}
+static struct parked parked;
 
-static pthread_t start_parked(const char *name, size_t size)
+static void start_parked(const char *name, size_t size)
 {
 	cache = pc_cache_create(name, size, 0, NULL);
 	REQUIRE(cache != NULL);
-	pthread_t t;
-	REQUIRE(pthread_create(&t, NULL, fill_and_park, NULL) == 0);
-	while (sem_wait(&ready) != 0)
-		;
-	return t;
+	parked_start(&parked, cache, FILL);
 }
 
-static void finish_parked(pthread_t t)
+static void finish_parked(void)
 {
-	sem_post(&go);
-	REQUIRE(pthread_join(t, NULL) == 0);
+	parked_finish(&parked);
 	CHECK_EQ(pc_cache_check(cache), 0);
 	CHECK_EQ(pc_cache_destroy(cache), 0);
 }
@@ -102,7 +85,7 @@ static uint64_t released_total(void)
 
 TEST(thread_pass_gives_back)
 {
-	pthread_t t = start_parked("ir-pass", 256);
+	start_parked("ir-pass", 256);
 	struct pc_cache_info before = info_of(cache);
 	CHECK(before.sheaf_objects > 0);
 	CHECK(before.slabs > 0);
@@ -122,12 +105,12 @@ TEST(thread_pass_gives_back)
 	pc_page_release_thread_pass();
 	CHECK_EQ(dirty_total(), 0);
 	CHECK(released_total() - released >= (uint64_t)before.slabs << before.order);
-	finish_parked(t);
+	finish_parked();
 }
 
 TEST(release_thread_runs_it)
 {
-	pthread_t t = start_parked("ir-thread", 128);
+	start_parked("ir-thread", 128);
 	CHECK(info_of(cache).sheaf_objects > 0);
 	set_opt(PC_OPT_VM_RELEASE_THREAD, 1);
 	pc_page_release_thread_poll();
@@ -146,7 +129,7 @@ TEST(release_thread_runs_it)
 	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
 	while (pc_page_release_thread_running())
 		usleep(1000);
-	finish_parked(t);
+	finish_parked();
 }
 
 #define OWN 50
@@ -170,13 +153,13 @@ static int child_balances(void)
 
 TEST(fork_child_gets_sheaves)
 {
-	pthread_t t = start_parked("ir-fork", 64);
+	start_parked("ir-fork", 64);
 	for (int i = 0; i < OWN; i++)
 		REQUIRE((own[i] = pc_cache_alloc(cache)) != NULL);
 	check_in_child(child_balances);
 	for (int i = 0; i < OWN; i++)
 		pc_cache_free(cache, own[i]);
-	finish_parked(t);
+	finish_parked();
 }
 
 int main(void)
@@ -184,7 +167,6 @@ int main(void)
 	watchdog_install("idle_release: watchdog: the test hangs\n");
 	alarm(300);
 	pc_page_init();
-	REQUIRE(sem_init(&ready, 0, 0) == 0 && sem_init(&go, 0, 0) == 0);
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS);
 	set_opt(PC_OPT_VM_PCP_HIGH_MIN, 0); /* freed slab pages reach the zones */
 	set_opt(PC_OPT_VM_PCP_HIGH, 0);

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "stats/stats.h"
 #include "test.h"
+#include "unit/slab/parked.h"
 
 #include <pthread.h>
 #include <semaphore.h>
@@ -26,22 +27,6 @@
 #define N 100
 
 static struct pc_cache *cache;
-static sem_t ready, go;
-
-static void *fill_and_park(void *arg)
-{
-	(void)arg;
-	void *v[N];
-	for (int i = 0; i < N; i++)
-		REQUIRE((v[i] = pc_cache_alloc(cache)) != NULL);
-	for (int i = 0; i < N; i++)
-		pc_cache_free(cache, v[i]);
-	sem_post(&ready);
-	while (sem_wait(&go) != 0)
-		;
-	return NULL;
-}
-
 static long stat_of(const char *field)
 {
 	char name[96];
@@ -55,11 +40,8 @@ TEST(other_threads_sheaves_not_active_and_trimmed)
 {
 	cache = pc_cache_create("probe-ts", 200, 0, NULL);
 	REQUIRE(cache != NULL);
-	REQUIRE(sem_init(&ready, 0, 0) == 0 && sem_init(&go, 0, 0) == 0);
-	pthread_t t;
-	REQUIRE(pthread_create(&t, NULL, fill_and_park, NULL) == 0);
-	while (sem_wait(&ready) != 0)
-		;
+	struct parked parked;
+	parked_start(&parked, cache, N);
 	CHECK_EQ(stat_of("active_objs"), 0);
 	CHECK(stat_of("sheaf_objects") >= 1);
 	CHECK(stat_of("num_slabs") > 0);
@@ -67,8 +49,7 @@ TEST(other_threads_sheaves_not_active_and_trimmed)
 	CHECK_EQ(stat_of("sheaf_objects"), 0);
 	CHECK_EQ(stat_of("active_objs"), 0);
 	CHECK_EQ(stat_of("num_slabs"), 0);
-	sem_post(&go);
-	REQUIRE(pthread_join(t, NULL) == 0);
+	parked_finish(&parked);
 	CHECK_EQ(pc_cache_destroy(cache), 0);
 }
 
