@@ -23,6 +23,11 @@ void zone_publish_hints_locked(struct pc_zone *z)
 	pc_store_relaxed(&z->dirty_hint, z->dirty_pages);
 	pc_store_relaxed(&z->managed_hint, z->managed_pages);
 	pc_store_relaxed(&z->run_dirty_hint, z->run_dirty_pages);
+	size_t used = z->managed_pages - z->free_pages;
+	if (pc_unlikely(used > z->peak_used[0])) { /* a new peak of this window */
+		z->peak_used[0] = used;
+		pc_store_relaxed(&z->peak_hint, PC_MAX(used, z->peak_used[1]));
+	}
 }
 
 static void free_area_add(struct pc_zone *z, struct pc_page *pg, unsigned order,

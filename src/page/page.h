@@ -57,8 +57,12 @@
  * free for vm.release_delay_ms, in batches, from the slow paths of the zone
  * (frees into the zone, pcp refills and drains) or from the optional
  * background thread (vm.release_thread). The dirty free memory of a zone is
- * also bounded: above max(vm.release_watermark_kb, a quarter of the zone's
- * memory in use) the oldest blocks go at once. pc_page_trim releases all.
+ * also bounded, so that it never lifts the zone's footprint (in use + dirty
+ * free) above the most it had in use in the last two windows of a quarter
+ * delay each (release.c, bound_pages):
+ * above max(vm.release_watermark_kb, a quarter of the memory in use, that
+ * recent peak of use less the use now) the oldest blocks go at once.
+ * pc_page_trim releases all.
  * Free runs of the run heap (below) are released by the same passes once
  * they have stayed free for the delay (by age only, run.c).
  *
@@ -292,6 +296,13 @@ struct pc_zone {
 	 * value runs one pass early or one call late). */
 	_Atomic uint64_t next_pass_ns;
 	_Atomic size_t managed_hint; /* copy of managed_pages, for the bound */
+	/* The most pages in use (managed - free) seen in the current and the
+	 * previous window (a quarter of the release delay or more; release.c,
+	 * bound_pages): under lock; peak_hint is the max of the two, for
+	 * lock-free looks. */
+	size_t peak_used[2];
+	uint64_t peak_roll_ns;     /* under lock: when the window rolls next */
+	_Atomic size_t peak_hint;
 	_Atomic uint32_t releasing;  /* a release pass runs (release.c) */
 	_Atomic uint32_t growing;    /* threads in alloc_slow: no unmapping (unmap.c) */
 	size_t managed_pages;  /* under lock: pages in all regions */
@@ -516,6 +527,7 @@ struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_be
 size_t zone_release(struct pc_zone *z, size_t keep_pages);
 int page_release_memory(void *p, size_t bytes);
 void zone_maybe_release(struct pc_zone *z);
+void zone_release_if_over(struct pc_zone *z);
 void zone_release_fork_child(void);
 void zone_release_init(void);
 /* "pcp.c" */

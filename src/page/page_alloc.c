@@ -76,7 +76,10 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, const struct p
 		if (page_stats_on())
 			pc_add_relaxed(&z->stats.pcp_busy, 1);
 	}
-	return zone_alloc_req(z, rq);
+	struct pc_page *pg = zone_alloc_req(z, rq);
+	if (pg)
+		zone_release_if_over(z); /* the footprint may have passed its peak */
+	return pg;
 }
 
 /*

@@ -18,9 +18,9 @@
  * of idle sheaves and slabs), so an idle program's objects come back as
  * pages that then age here; the page layer never calls up otherwise. A pass releases every block freed more than the
  * delay ago, oldest first, and, whatever its age, what exceeds the bound
- * max(vm.release_watermark_kb, a quarter of the zone's memory in use), so
- * that a program that frees most of its memory at once sees its RSS fall
- * without waiting, and the pool of free resident memory stays bounded.
+ * (bound_pages: max(vm.release_watermark_kb, a quarter of the zone's memory
+ * in use, its recent peak of use less the use now)), so that the pool of
+ * free resident memory never lifts the footprint above a recent peak.
  *
  * Each pass also lets the per-CPU lists of the zone decay (pcp_decay in
  * pcp.c), so that what a CPU no longer cycles reaches the zone and ages here,
@@ -65,11 +65,46 @@ static uint64_t delay_ns(void)
 	return (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
 }
 
-/* Dirty pages a zone may keep whatever their age (see the top comment). */
-static size_t bound_pages(size_t used_pages)
+/*
+ * The bound: dirty pages a zone may keep whatever their age. At least the
+ * watermark and a quarter of the memory in use (a big program's free pool in
+ * proportion to it), and as much as keeps the zone's footprint (used + dirty)
+ * within the most it had in use in the last one or two delays (peak_hint,
+ * rolled by zone_roll_peak). So a program that frees most of its memory and
+ * allocates it again within the delay (seed 002's Test A: 10000 blocks, free
+ * all, again) reuses its pages without faulting them back in, as it would
+ * on jemalloc or mimalloc; what it keeps costs no peak RSS, since the pages
+ * were resident at the peak. Free memory that cannot be reused (fragments
+ * too small for what is asked next) still goes at once as soon as new memory
+ * is taken beside it: the footprint then passes the peak. Memory that stays
+ * free goes after the delay, by age.
+ */
+static size_t bound_pages(const struct pc_zone *z, size_t used_pages)
 {
 	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
-	return PC_MAX(mark, used_pages / 4);
+	size_t peak = pc_load_relaxed(&((struct pc_zone *)(uintptr_t)z)->peak_hint);
+	return PC_MAX(PC_MAX(mark, used_pages / 4), peak > used_pages ? peak - used_pages : 0);
+}
+
+/*
+ * Roll the peak's window: a window lasts at least a quarter of the delay
+ * (the time between timed passes; it rolls at the first pass after that),
+ * and the bound reads the peak of the current one and the one before, so a
+ * peak counts for at least a quarter of the delay and until two timed
+ * passes have come after it (about half the delay when passes run on time):
+ * memory freed at a peak stays by the bound's leave for that long, then by
+ * the watermark and a quarter of the use until the delay has passed. Under
+ * zone->lock; from a pass.
+ */
+static void zone_roll_peak_locked(struct pc_zone *z, uint64_t now)
+{
+	if (now < z->peak_roll_ns)
+		return;
+	size_t used = z->managed_pages - z->free_pages;
+	z->peak_used[1] = z->peak_used[0];
+	z->peak_used[0] = used;
+	z->peak_roll_ns = now + delay_ns() / 4;
+	pc_store_relaxed(&z->peak_hint, PC_MAX(used, z->peak_used[1]));
 }
 
 /* ---- one release pass --------------------------------------------------- */
@@ -155,13 +190,34 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now)
 	uint64_t delay = delay_ns();
 	uint64_t due_before = now > delay ? now - delay + 1 : 0;
 	pc_store_relaxed(&z->next_pass_ns, now + delay / 4);
+	pc_lock_acquire(&z->lock);
+	zone_roll_peak_locked(z, now);
+	pc_lock_release(&z->lock);
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
-	size_t released = zone_release_until(z, due_before, bound_pages(used));
+	size_t released = zone_release_until(z, due_before, bound_pages(z, used));
 	/* free runs in chunks still partly used: by age only (run.c) */
 	released += zone_run_release_due(z, due_before);
 	zone_unmap_maybe(z); /* whole regions given back: their address space */
 	pc_store_release(&z->releasing, 0);
 	return released;
+}
+
+/*
+ * Called after a block is taken from the zone itself (not a per-CPU list),
+ * with no lock held: run a pass if the zone's dirty memory is over the
+ * bound, which a footprint that grew past its recent peak lowers (new
+ * memory taken while free pieces that could not serve it stay dirty). No
+ * clock read unless over: two relaxed loads when nothing is dirty.
+ */
+void zone_release_if_over(struct pc_zone *z)
+{
+	size_t dirty = pc_load_relaxed(&z->dirty_hint);
+	if (pc_likely(dirty == 0))
+		return;
+	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	if (pc_likely(dirty <= bound_pages(z, used)))
+		return;
+	zone_release_pass(z, pc_page_clock_ns());
 }
 
 /*
@@ -177,7 +233,7 @@ void zone_maybe_release(struct pc_zone *z)
 		return;
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
 	uint64_t now = pc_page_clock_ns();
-	if (now < pc_load_relaxed(&z->next_pass_ns) && dirty <= bound_pages(used))
+	if (now < pc_load_relaxed(&z->next_pass_ns) && dirty <= bound_pages(z, used))
 		return;
 	zone_release_pass(z, now);
 }

@@ -17,8 +17,10 @@
  *                       the delay it releases all of it, RSS falls, and the
  *                       next touch faults every page in again.
  *  delay_zero           vm.release_delay_ms=0 set live: each free releases.
- *  bound_oldest_first   watermark 8 MiB, 64 MiB freed: the zone keeps at most
- *                       the bound, and what it released is the oldest.
+ *  bound_oldest_first   watermark 8 MiB, 64 MiB freed: kept while the peak of
+ *                       use counts (the footprint stays within it); two
+ *                       passes a quarter delay apart later, the zone keeps at
+ *                       most the bound, and what it released is the oldest.
  *  trim_at_once         pc_page_trim releases everything, delay or not.
  *  thread_live          vm.release_thread turned on live: the thread starts
  *                       at the next poll, releases what is due once the clock
@@ -127,6 +129,11 @@ TEST(bound_oldest_first)
 	for (int i = 0; i < NBLOCKS; i++) {
 		pc_page_clock_advance(1000000); /* 1 ms apart: a strict age order */
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
+	}
+	CHECK(dirty_pages_total(false) >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)); /* the peak's */
+	for (int pass = 0; pass < 2; pass++) { /* the peak leaves both windows */
+		pc_page_clock_advance(DELAY_NS / 4 + 1000000);
+		pc_page_release_due();
 	}
 	CHECK(dirty_pages_total(false) <= 2048);
 	/* The newest block is the one kept; the first freed was released. */

@@ -2,10 +2,18 @@
  * tests/unit/page/release.c - free memory goes back to the OS.
  *
  *  (a) vm.release_watermark_kb = 8 MiB and a delay of an hour: 256 MiB of
- *      touched order-PC_MAX_ORDER blocks freed; the zones release down to
- *      their bound (the watermark, once nothing is in use) as they go, so the
- *      resident size (os_resident_bytes, read after the frees) drops by at
+ *      touched order-PC_MAX_ORDER blocks freed. The footprint stays within
+ *      the recent peak of use, so all of it is kept (resident) at first; a
+ *      pass a quarter delay later (the peak's window rolls) still keeps it;
+ *      the next one, another quarter later (the peak has left both windows,
+ *      and nothing is due by age yet), releases down to the bound (the
+ *      watermark, once nothing is in use): the resident size drops by at
  *      least 200 MiB and at most a watermark's worth stays dirty.
+ *  (a2) Fragments that cannot be reused: 256 MiB of order-7 blocks, every
+ *      other one freed (128 MiB of dirty pieces no order-PC_MAX_ORDER block
+ *      can use), then 64 MiB of order-PC_MAX_ORDER blocks taken: the use
+ *      passes what the footprint allows (the peak), and the zones release
+ *      pieces at once until in use + dirty is back within the bound.
  *  (b) Watermark raised to 1 GiB at run time: 128 MiB of touched pages freed
  *      stay resident (the delay, an hour, never passes during the test);
  *      pc_page_trim() then releases all of it (>= 120 MiB, exactly the dirty
@@ -55,6 +63,19 @@ static void free_blocks(void)
 		pc_free_pages(blocks[--nblocks], PC_MAX_ORDER);
 }
 
+#define QUARTER_DELAY_NS (900ull * 1000000000u + 1000000u) /* 15 min + 1 ms */
+
+/* Pages in use in all zones (managed - free), the footprint's other part. */
+static size_t used_pages_total(void)
+{
+	size_t used = 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		used += pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	}
+	return used;
+}
+
 TEST(release_at_watermark)
 {
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192, false) == 0);
@@ -65,15 +86,66 @@ TEST(release_at_watermark)
 	size_t r1 = os_resident_bytes();
 	CHECK(r1 >= r0 + 250 * MiB);
 	free_blocks();
+	/* Within the peak: kept, resident, reusable without a fault. */
+	CHECK(dirty_pages_total(false) >= (248 * MiB >> PC_PAGE_SHIFT));
+	CHECK(os_resident_bytes() + 16 * MiB >= r1);
+	pc_page_clock_advance(QUARTER_DELAY_NS);
+	pc_page_release_due(); /* the window rolls: the peak is the previous one's */
+	CHECK(dirty_pages_total(false) >= (248 * MiB >> PC_PAGE_SHIFT));
+	pc_page_clock_advance(QUARTER_DELAY_NS);
+	pc_page_release_due(); /* rolls again: the peak is gone, half the delay is not */
 	size_t r2 = os_resident_bytes();
 	CHECK(r2 + 200 * MiB <= r1);
 	if (r2 + 200 * MiB > r1)
-		fprintf(stderr, "  resident %zu MiB touched, %zu MiB after the frees\n",
+		fprintf(stderr, "  resident %zu MiB touched, %zu MiB after the passes\n",
 			r1 / MiB, r2 / MiB);
 	/* What stays dirty is bounded by the watermark (8 MiB = 2048 pages):
-	 * nothing is in use any more (zone_maybe_release). */
+	 * nothing is in use any more. */
 	CHECK(dirty_pages_total(false) <= 2048);
 	CHECK(pc_page_check());
+}
+
+#define PIECE_ORDER (PC_PCP_MAX_ORDER + 1) /* 512 KiB: past the per-CPU lists */
+#define PIECES ((256 * MiB) / (PC_PAGE_SIZE << PIECE_ORDER))
+
+TEST(fragments_released_past_peak)
+{
+	static char *pieces[PIECES];
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192, false) == 0);
+	pc_page_trim();
+	pc_page_clock_advance(QUARTER_DELAY_NS); /* two passes: no old peak left */
+	pc_page_release_due();
+	pc_page_clock_advance(QUARTER_DELAY_NS);
+	pc_page_release_due();
+	for (size_t i = 0; i < PIECES; i++) {
+		pieces[i] = pc_alloc_pages(PIECE_ORDER);
+		REQUIRE(pieces[i] != NULL);
+		memset(pieces[i], 0x5a, PC_PAGE_SIZE << PIECE_ORDER);
+	}
+	for (size_t i = 0; i < PIECES; i += 2)
+		pc_free_pages(pieces[i], PIECE_ORDER);
+	size_t frag = (PIECES / 2) << PIECE_ORDER; /* 128 MiB of pieces, in pages */
+	CHECK(dirty_pages_total(false) >= frag); /* within the peak: kept */
+	char *big[(64 * MiB) / BLOCK]; /* none of it can come from the pieces */
+	for (size_t i = 0; i < (64 * MiB) / BLOCK; i++) {
+		big[i] = pc_alloc_pages(PC_MAX_ORDER);
+		REQUIRE(big[i] != NULL);
+		memset(big[i], 0x66, BLOCK);
+	}
+	size_t used = used_pages_total(), dirty = dirty_pages_total(false);
+	/* Released at once down to the bound: the peak (256 MiB) less the use,
+	 * or a quarter of the use, whichever is more (the watermark is less). */
+	size_t peak = 256 * MiB >> PC_PAGE_SHIFT;
+	CHECK(dirty < frag);
+	CHECK(dirty <= PC_MAX(peak > used ? peak - used : 0, used / 4) + (4 * MiB >> PC_PAGE_SHIFT));
+	if (dirty >= frag)
+		fprintf(stderr, "  %zu pages in use, %zu dirty\n", used, dirty);
+	for (size_t i = 0; i < (64 * MiB) / BLOCK; i++)
+		pc_free_pages(big[i], PC_MAX_ORDER);
+	for (size_t i = 1; i < PIECES; i += 2)
+		pc_free_pages(pieces[i], PIECE_ORDER);
+	CHECK(pc_page_check());
+	pc_page_trim();
 }
 
 TEST(trim_above_high_watermark)
@@ -162,6 +234,7 @@ int main(void)
 {
 	pc_page_init();
 	RUN(release_at_watermark);
+	RUN(fragments_released_past_peak);
 	RUN(trim_above_high_watermark);
 	RUN(released_memory_is_zero);
 	return test_report();
