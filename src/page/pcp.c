@@ -158,9 +158,40 @@ struct pc_page *pcp_alloc_run(struct pc_zone *z, struct pc_pcp *pcp, size_t page
 	return pg;
 }
 
+/* The lists of a pcp as one index: orders 0..PC_PCP_MAX_ORDER, then run
+ * lengths 1..PC_PCP_MAX_RUN. */
+#define PCP_NR_LISTS (PC_PCP_MAX_ORDER + 1 + PC_PCP_MAX_RUN)
+
+static struct pc_list *pcp_list_at(struct pc_pcp *pcp, unsigned i)
+{
+	return i <= PC_PCP_MAX_ORDER ? &pcp->lists[i] : &pcp->runs[i - PC_PCP_MAX_ORDER];
+}
+
+/* Move the coldest entry (the tail) of list i to the zone; its pages. */
+static int pcp_drain_one(struct pc_zone *z, struct pc_pcp *pcp, unsigned i, uint64_t now)
+{
+	struct pc_list *l = pcp_list_at(pcp, i);
+	struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
+	pc_list_del(&pg->list);
+	pc_pg_set_state(pg, PC_PG_NONE);
+	int pages;
+	if (i <= PC_PCP_MAX_ORDER) {
+		zone_free_block_at_locked(z, pg, i, PC_MEM_DIRTY, now);
+		pages = 1 << i;
+	} else {
+		pages = (int)(i - PC_PCP_MAX_ORDER);
+		zone_run_free_at_locked(z, pg, (size_t)pages, now);
+	}
+	pcp->count -= pages;
+	return pages;
+}
+
 /*
  * Return at least `pages` pages (or all) to the zone under one zone-lock
- * hold, coldest first: from the tails, cycling over the orders.
+ * hold, coldest first: from the tails, cycling over the lists that hold
+ * something (found once, so that a drain costs what it moves, not a scan of
+ * all PCP_NR_LISTS lists per entry moved: a drain of one run length used to
+ * look at 71 lists for each run, 15% of Test A's samples at 16 KiB).
  */
 void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 {
@@ -168,30 +199,21 @@ void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
 	int moved = 0;
 	uint64_t t0 = pc_stats_clock();
 	uint64_t now = pc_page_clock_ns(); /* one freed time for the batch */
+	uint8_t live[PCP_NR_LISTS];
+	unsigned nlive = 0;
+	for (unsigned i = 0; i < PCP_NR_LISTS; i++)
+		if (!pc_list_empty(pcp_list_at(pcp, i)))
+			live[nlive++] = (uint8_t)i;
 	pc_lock_acquire(&z->lock);
-	while (moved < pages && pcp->count > 0) {
-		for (unsigned o = 0; o <= PC_PCP_MAX_ORDER && moved < pages; o++) {
-			struct pc_list *l = &pcp->lists[o];
-			if (pc_list_empty(l))
-				continue;
-			struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
-			pc_list_del(&pg->list);
-			pc_pg_set_state(pg, PC_PG_NONE);
-			zone_free_block_at_locked(z, pg, o, PC_MEM_DIRTY, now);
-			moved += 1 << o;
-			pcp->count -= 1 << o;
+	while (moved < pages && nlive > 0) {
+		unsigned kept = 0;
+		for (unsigned k = 0; k < nlive; k++) {
+			if (moved < pages)
+				moved += pcp_drain_one(z, pcp, live[k], now);
+			if (!pc_list_empty(pcp_list_at(pcp, live[k])))
+				live[kept++] = live[k];
 		}
-		for (int n = 1; n <= PC_PCP_MAX_RUN && moved < pages; n++) {
-			struct pc_list *l = &pcp->runs[n];
-			if (pc_list_empty(l))
-				continue;
-			struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
-			pc_list_del(&pg->list);
-			pc_pg_set_state(pg, PC_PG_NONE);
-			zone_run_free_at_locked(z, pg, (size_t)n, now);
-			moved += n;
-			pcp->count -= n;
-		}
+		nlive = kept;
 	}
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
