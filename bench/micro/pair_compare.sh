@@ -2,23 +2,26 @@
 # bench/micro/pair_compare.sh - compare malloc+free pairs of several
 # allocator libraries (two pcmalloc builds, peers), interleaved.
 #
-#   pair_compare.sh [-r ROUNDS] [-n ITERS] [-s SIZES] [-i] NAME=LIB[:fb] ...
+#   pair_compare.sh [-r ROUNDS] [-n ITERS] [-s SIZES] [-i] [-c] NAME=LIB[:fb] ...
 #
 # LIB is a shared library for LD_PRELOAD ("glibc": none); ":fb" runs it with
 # GLIBC_TUNABLES=glibc.pthread.rseq=0 (pcmalloc's per-thread fallback).
 # Each round runs every NAME once (bench_malloc_pair --iters ITERS --sizes
 # SIZES), so load changes hit every allocator alike; prints the median and
-# the minimum over the rounds of ns per pair, per size. -i adds callgrind
+# the minimum over the rounds of ns per pair, per size (-c: the thread's CPU
+# time per pair instead of wall time: on a shared machine it leaves out the
+# time spent waiting for a CPU, not the caches other jobs disturb). -i adds callgrind
 # instructions per malloc(64)+free pair: runs of 100000 and 300000 pairs,
 # the difference / 200000 (rounded), less the benchmark loop's own 8 instructions
 # (valgrind has no rseq, so pcmalloc runs its fallback there).
 # BENCH=path/to/bench_malloc_pair (default: build/bench/bench_malloc_pair).
 # Not a test: it asserts nothing about speed.
 set -eu
-rounds=5 iters=5000000 sizes=16,64,256 instr=0
-while getopts r:n:s:i opt; do
+rounds=5 iters=5000000 sizes=16,64,256 instr=0 field=ns_per_pair
+while getopts r:n:s:ic opt; do
 	case $opt in
 	r) rounds=$OPTARG ;; n) iters=$OPTARG ;; s) sizes=$OPTARG ;; i) instr=1 ;;
+	c) field=cpu_ns_per_pair ;;
 	*) exit 2 ;;
 	esac
 done
@@ -40,7 +43,7 @@ run() { # spec, then bench arguments
 for r in $(seq "$rounds"); do
 	for spec in "$@"; do
 		run "$spec" "$bench" --iters "$iters" --sizes "$sizes" |
-			sed -n 's/.*"size":\([0-9]*\),.*"ns_per_pair":\([0-9.]*\).*/\1 \2/p' >> "$out/${spec%%=*}"
+			sed -n 's/.*"size":\([0-9]*\),.*"'$field'":\([0-9.]*\).*/\1 \2/p' >> "$out/${spec%%=*}"
 	done
 done
 for spec in "$@"; do

@@ -41,6 +41,9 @@
  *   rseq    per-CPU sheaves on glibc's rseq registration (os.h "per-CPU
  *           stacks on rseq"): push and pop are restartable sequences that
  *           commit with one store; no lock, no atomic read-modify-write.
+ *           Free finds the slots through malloc's last cache pointer when
+ *           that is its object's cache (sheaf_free_slots: a branch in
+ *           place of a chain of dependent loads).
  *   thread  where rseq is missing (valgrind, glibc.pthread.rseq=0) or under
  *           ThreadSanitizer (which cannot see the assembly): one main sheaf
  *           per thread and cache (pc_thread_sheaves), plain loads and
@@ -360,10 +363,15 @@ typedef struct pc_sheaf *pc_sheaf_entry;
  *             it set leaves every sheaf of the thread alone (see
  *             thread_sheaf_pop), and a flusher of another thread waits for
  *             it to clear.
- *   entries   the main sheaf per cache (index s->tindex). */
+ *   entries   the main sheaf per cache (index s->tindex).
+ * rseq mode uses neither, only (see sheaf_free_slots):
+ *   last_obj, last_cache  the object this thread's last malloc fast path
+ *             returned, and its cache. */
 struct pc_thread_sheaf_state {
 	unsigned char busy;
 	pc_sheaf_entry entries[PC_THREAD_SHEAVES];
+	void *last_obj;
+	struct pc_cache *last_cache;
 };
 extern __thread struct pc_thread_sheaf_state pc_thread_sheaf
 	__attribute__((tls_model("initial-exec")));
@@ -776,8 +784,12 @@ PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
  */
 PC_INLINE void *pc_cache_alloc_try(struct pc_cache *s)
 {
-	if (pc_likely(s->slots != NULL))
-		return os_rseq_pop(PC_SHEAF_SLOTS(s));
+	if (pc_likely(s->slots != NULL)) {
+		void *obj = os_rseq_pop(PC_SHEAF_SLOTS(s));
+		PC_OWN_STORE(pc_thread_sheaf.last_obj, obj); /* for free (sheaf_free_slots) */
+		PC_OWN_STORE(pc_thread_sheaf.last_cache, s);
+		return obj;
+	}
 	return thread_sheaf_pop(s);
 }
 
@@ -792,6 +804,37 @@ PC_INLINE void **sheaf_word(struct pc_sheaf *sh, uintptr_t n)
 _Static_assert(offsetof(struct pc_sheaf, objects) == 2 * sizeof(void *), "objects[] is word 2");
 
 /*
+ * The slots that free's rseq push of obj, an object of s, uses: when obj is
+ * the object this thread's last malloc returned and s that malloc's cache,
+ * that malloc's cache, else s: the same address either way, but not from
+ * the same value. s comes from obj's page descriptor, two dependent loads
+ * after obj (region table, descriptor), and obj from the pop before. In a
+ * malloc-then-free loop the push's loads and stores would wait for that
+ * chain, and the next pop's load of the sheaf's count for that push's
+ * store address: each pair a chain of dependent loads. The tests here are
+ * branches (asm goto: never a conditional move), so while they are
+ * predicted the push uses malloc's cache pointer, which came from its size
+ * table, and the chain is gone (docs/sheaves.md: 8.3 -> 4.2 ns CPU time per
+ * pair). A free of an object other than the last one malloc returned (the
+ * common case in random workloads) fails the first test, which is then
+ * predicted too; no guess that is right by chance (the same cache as the
+ * last malloc's: one in a dozen in a larson run) mispredicts.
+ */
+PC_INLINE void *sheaf_free_slots(struct pc_cache *s, void *obj)
+{
+	struct pc_cache *guess = PC_OWN_LOAD(pc_thread_sheaf.last_cache);
+	__asm__ goto("cmpq %0, %1\n\t"
+		     "jne %l[other]\n\t"
+		     "cmpq %2, %3\n\t"
+		     "jne %l[other]"
+		     : : "r"(PC_OWN_LOAD(pc_thread_sheaf.last_obj)), "r"(obj), "r"(guess), "r"(s)
+		     : "cc" : other);
+	return PC_SHEAF_SLOTS(guess);
+other:
+	return PC_SHEAF_SLOTS(s);
+}
+
+/*
  * Free fast path. Preconditions: obj is an object of s, in slab `slab`.
  * Exits: obj pushed onto the current CPU's (rseq) or thread's main sheaf,
  * whatever slab it is in, or sheaf_free_slow() when that is full, or
@@ -801,7 +844,7 @@ _Static_assert(offsetof(struct pc_sheaf, objects) == 2 * sizeof(void *), "object
 PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
 	if (pc_likely(s->slots != NULL)) {
-		int pushed = os_rseq_push(PC_SHEAF_SLOTS(s), obj); /* inline: branches, no call */
+		int pushed = os_rseq_push(sheaf_free_slots(s, obj), obj); /* inline: branches, no call */
 		if (pc_likely(pushed > 0))
 			return;
 		if (pc_unlikely(pushed < 0)) { /* obj is on the sheaf's top already */

@@ -27,6 +27,12 @@
  *    counts the compare-and-swaps: one per slab when the objects of up to
  *    four slabs are interleaved, more when more slabs alternate), every
  *    object back on its slab (check exact, slabs given back by shrink).
+ *  - free's guess of its object's cache (rseq: the cache of the thread's
+ *    last malloc, when the object is the one it returned; slab.h,
+ *    sheaf_free_slots) is only a guess: forced wrong (the object malloc
+ *    returned, but another cache named), the free still goes to the
+ *    object's own cache's sheaf, and the other cache's sheaf is untouched;
+ *    forced right, the same.
  *
  * PC_TEST_LABELS: tsan
  */
@@ -137,6 +143,46 @@ TEST(flush_other_cpu)
 	CHECK(pc_load_relaxed(&remote_cache->slots[1].main) == &pc_sheaf_none);
 	CHECK(stat_of(remote_cache, PC_SLAB_STAT_sheaf_flush_all) > before);
 	CHECK_EQ(pc_cache_destroy(remote_cache), 0);
+}
+
+/* Free obj (of s) with free's guess set to (last_obj, last_cache); then the
+ * next allocation from s on this CPU must be obj (LIFO) and other's sheaf
+ * must not have grown. */
+static void free_with_guess(struct pc_cache *s, struct pc_cache *other, void *obj,
+			    void *last_obj, struct pc_cache *last_cache)
+{
+	long other_before = sheaf_objects(other);
+	long s_before = sheaf_objects(s);
+	pc_thread_sheaf.last_obj = last_obj;
+	pc_thread_sheaf.last_cache = last_cache;
+	pc_cache_free(s, obj);
+	CHECK_EQ(sheaf_objects(s), s_before + 1);
+	CHECK_EQ(sheaf_objects(other), other_before);
+	CHECK(pc_cache_alloc(s) == obj);
+}
+
+TEST(free_guess_checked)
+{
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || !pin_cpu(0)) {
+		fprintf(stderr, "  needs rseq and CPU 0: skipped\n");
+		return;
+	}
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 16);
+	struct pc_cache *a = pc_cache_create("sheaf-guess-a", 64, 0, NULL);
+	struct pc_cache *b = pc_cache_create("sheaf-guess-b", 64, 0, NULL);
+	REQUIRE(a && b);
+	void *x = pc_cache_alloc(a), *y = pc_cache_alloc(b); /* both have CPU sheaves now */
+	REQUIRE(x && y);
+	free_with_guess(a, b, x, x, b);    /* the object malloc returned, the wrong cache */
+	free_with_guess(a, b, x, x, a);    /* right: the guessed cache's slots */
+	free_with_guess(a, b, x, y, a);    /* another object: not guessed */
+	free_with_guess(b, a, y, y, NULL); /* no cache */
+	pc_cache_free(a, x);
+	pc_cache_free(b, y);
+	CHECK_EQ(pc_cache_check(a), 0);
+	CHECK_EQ(pc_cache_check(b), 0);
+	CHECK_EQ(pc_cache_destroy(a), 0);
+	CHECK_EQ(pc_cache_destroy(b), 0);
 }
 
 TEST(capacity_changes)
@@ -427,6 +473,7 @@ int main(void)
 	RUN(signal_handler_in_thread_fast_path);
 	RUN(free_to_sheaf_any_slab);
 	RUN(flush_other_cpu);
+	RUN(free_guess_checked);
 	RUN(capacity_changes);
 	RUN(barn_bounded);
 	RUN(flush_one_chain_per_slab);
