@@ -392,6 +392,41 @@ extern __thread struct pc_thread_sheaf_state pc_thread_sheaf
 #define PC_OWN_STORE(x, v) ((x) = (v))
 #define PC_OWN_CLEAR(x)    ((x) = 0)
 #endif
+_Static_assert(offsetof(struct pc_thread_sheaf_state, entries) >= 4,
+	       "busy is followed by padding: thread_sheaf_enter sets it with a 32-bit bts");
+
+/* Thread mode: set this thread's busy flag if it is clear and return true;
+ * return false, leaving it set, if it was set (a fast path or thread-mode
+ * slow path of this thread was interrupted: we are a signal handler). One
+ * bts (not locked: only this thread writes the flag, and an instruction is
+ * atomic against its own thread's signals) in place of a test, a branch
+ * and a store. It rewrites the three padding bytes after busy with their
+ * own value. Under ThreadSanitizer, atomics that it can see. */
+PC_INLINE bool thread_sheaf_enter(void)
+{
+#if defined(__SANITIZE_THREAD__)
+	if (PC_OWN_LOAD(pc_thread_sheaf_busy))
+		return false;
+	PC_OWN_STORE(pc_thread_sheaf_busy, 1);
+	atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
+	return true;
+#else
+	/* The memory clobber: busy is set before the sheaf is read. */
+	__asm__ volatile goto("btsl $0, %0\n\t"
+		     "jc %l[busy]"
+		     : : "m"(*(uint32_t *)(void *)&pc_thread_sheaf_busy) : "memory", "cc" : busy);
+	return true;
+busy:
+	return false;
+#endif
+}
+
+/* Thread mode: clear the busy flag after the last access to the sheaf. */
+PC_INLINE void thread_sheaf_leave(void)
+{
+	atomic_signal_fence(memory_order_seq_cst); /* the sheaf's accesses before not busy */
+	PC_OWN_CLEAR(pc_thread_sheaf_busy);
+}
 
 struct pc_cache {
 	char name[32];
@@ -743,10 +778,8 @@ void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
  */
 PC_INLINE void *thread_sheaf_pop(const struct pc_cache *s)
 {
-	if (pc_unlikely(PC_OWN_LOAD(pc_thread_sheaf_busy))) /* we interrupted a fast path */
+	if (pc_unlikely(!thread_sheaf_enter())) /* we interrupted a fast path */
 		return NULL;
-	PC_OWN_STORE(pc_thread_sheaf_busy, 1);
-	atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
 	struct pc_sheaf *sh = PC_OWN_LOAD(pc_thread_sheaves[s->tindex]);
 	uint32_t n = sh->count;
 	if (pc_likely(n != 0)) {
@@ -754,12 +787,10 @@ PC_INLINE void *thread_sheaf_pop(const struct pc_cache *s)
 		sh->count = (uint32_t)top;
 		void *obj = sh->objects[top];
 		PC_ASSUME(obj != NULL); /* sheaves never hold NULL: no second test */
-		atomic_signal_fence(memory_order_seq_cst); /* the pop before not busy */
-		PC_OWN_CLEAR(pc_thread_sheaf_busy);
+		thread_sheaf_leave();
 		return obj;
 	}
-	atomic_signal_fence(memory_order_seq_cst);
-	PC_OWN_CLEAR(pc_thread_sheaf_busy);
+	thread_sheaf_leave();
 	return NULL;
 }
 
@@ -795,13 +826,59 @@ PC_INLINE void *pc_cache_alloc_try(struct pc_cache *s)
 
 /* The word n of sh, from its start: objects[n - 2] (objects[] is word 2),
  * so that with a sheaf holding n objects, word n + 1 is the top, word n the
- * one below and word n + 2 the first free slot, each one instruction from
- * the pointer this returns. */
+ * one below and word n + 2 the first free slot. */
 PC_INLINE void **sheaf_word(struct pc_sheaf *sh, uintptr_t n)
 {
 	return (void **)(void *)((char *)sh + n * sizeof(void *));
 }
 _Static_assert(offsetof(struct pc_sheaf, objects) == 2 * sizeof(void *), "objects[] is word 2");
+
+/*
+ * Thread mode's push of obj onto sh (the thread's own main sheaf; its busy
+ * flag set): 1 if pushed; 0 if full; -1 if obj is objects[n - 1] or
+ * objects[n - 2] already (the double-free check; with n < 2 the words
+ * before objects[]: the next link, NULL or a sheaf, and the capacity, a
+ * small number, never an object). Checked before the capacity, so a full
+ * sheaf is checked too. In assembly, each word addressed from sh and n
+ * directly: what GCC made of the C (kept for ThreadSanitizer, which cannot
+ * see into assembly) had two more instructions, a copy of n and an address.
+ */
+PC_INLINE int thread_sheaf_push(struct pc_sheaf *sh, void *obj)
+{
+#if defined(__SANITIZE_THREAD__)
+	uint32_t n = sh->count;
+	void **w = sheaf_word(sh, n);
+	if (w[1] == obj || w[0] == obj)
+		return -1;
+	if (n >= sh->capacity)
+		return 0;
+	w[2] = obj; /* objects[n] */
+	sh->count = n + 1;
+	return 1;
+#else
+	uintptr_t n;
+	__asm__ volatile goto(
+		"movl 4(%[sh]), %k[n]\n\t"             /* n = count (zero-extended) */
+		"cmpq %[obj], 8(%[sh],%[n],8)\n\t"     /* obj == objects[n - 1]? */
+		"je %l[twice]\n\t"
+		"cmpq %[obj], (%[sh],%[n],8)\n\t"      /* obj == objects[n - 2]? */
+		"je %l[twice]\n\t"
+		"cmpl (%[sh]), %k[n]\n\t"              /* n >= capacity: full */
+		"jae %l[full]\n\t"
+		"movq %[obj], 16(%[sh],%[n],8)\n\t"    /* objects[n] = obj */
+		"addl $1, %k[n]\n\t"
+		"movl %k[n], 4(%[sh])"                 /* count = n + 1 */
+		: [n] "=&r"(n)
+		: [sh] "r"(sh), [obj] "r"(obj)
+		: "memory", "cc"
+		: full, twice);
+	return 1;
+full:
+	return 0;
+twice:
+	return -1;
+#endif
+}
 
 /*
  * The slots that free's rseq push of obj, an object of s, uses: when obj is
@@ -814,8 +891,8 @@ _Static_assert(offsetof(struct pc_sheaf, objects) == 2 * sizeof(void *), "object
  * store address: each pair a chain of dependent loads. The tests here are
  * branches (asm goto: never a conditional move), so while they are
  * predicted the push uses malloc's cache pointer, which came from its size
- * table, and the chain is gone (docs/sheaves.md: 8.3 -> 4.2 ns CPU time per
- * pair). A free of an object other than the last one malloc returned (the
+ * table, and the chain is gone (docs/sheaves.md: 9.6 -> 5.3 ns CPU time per
+ * pair in one run). A free of an object other than the last one malloc returned (the
  * common case in random workloads) fails the first test, which is then
  * predicted too; no guess that is right by chance (the same cache as the
  * last malloc's: one in a dozen in a larson run) mispredicts.
@@ -823,7 +900,7 @@ _Static_assert(offsetof(struct pc_sheaf, objects) == 2 * sizeof(void *), "object
 PC_INLINE void *sheaf_free_slots(struct pc_cache *s, void *obj)
 {
 	struct pc_cache *guess = PC_OWN_LOAD(pc_thread_sheaf.last_cache);
-	__asm__ goto("cmpq %0, %1\n\t"
+	__asm__ volatile goto("cmpq %0, %1\n\t"
 		     "jne %l[other]\n\t"
 		     "cmpq %2, %3\n\t"
 		     "jne %l[other]"
@@ -851,27 +928,13 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 			slab_double_free_report(s, obj);
 			return;
 		}
-	} else if (pc_likely(!PC_OWN_LOAD(pc_thread_sheaf_busy))) {
+	} else if (pc_likely(thread_sheaf_enter())) {
 		/* Thread mode's push, under the busy flag as thread_sheaf_pop. */
-		PC_OWN_STORE(pc_thread_sheaf_busy, 1);
-		atomic_signal_fence(memory_order_seq_cst); /* busy before the sheaf is read */
-		struct pc_sheaf *sh = PC_OWN_LOAD(pc_thread_sheaves[s->tindex]);
-		uint32_t n = sh->count;
-		/* The double-free check: obj is objects[n - 1] or objects[n - 2]
-		 * (with n < 2 the words before objects[]: the next link, NULL or
-		 * a sheaf, and the capacity, a small number, never an object). */
-		void **w = sheaf_word(sh, n);
-		bool twice = w[1] == obj || w[0] == obj;
-		bool pushed = !twice && n < sh->capacity;
-		if (pc_likely(pushed)) {
-			w[2] = obj; /* objects[n] */
-			sh->count = n + 1;
-		}
-		atomic_signal_fence(memory_order_seq_cst); /* the push before not busy */
-		PC_OWN_CLEAR(pc_thread_sheaf_busy);
-		if (pc_likely(pushed))
+		int pushed = thread_sheaf_push(PC_OWN_LOAD(pc_thread_sheaves[s->tindex]), obj);
+		thread_sheaf_leave();
+		if (pc_likely(pushed > 0))
 			return;
-		if (pc_unlikely(twice)) {
+		if (pc_unlikely(pushed < 0)) {
 			slab_double_free_report(s, obj);
 			return;
 		}
