@@ -25,6 +25,57 @@ const char *const pc_slab_stat_names[PC_SLAB_STAT_COUNT] = {
 static struct pc_mutex slab_mutex;
 static struct pc_list cache_list = { &cache_list, &cache_list };
 
+void (*_Atomic pc_slab_exclusive_test_hook)(struct pc_cache *s);
+
+/* Whether this thread holds slab_mutex (every acquisition goes through the
+ * wrappers below, fork's included): lets pc_cache_check run from a
+ * pc_cache_foreach callback, which already holds it. */
+static __thread bool slab_mutex_mine __attribute__((tls_model("initial-exec")));
+
+void slab_mutex_lock(void)
+{
+	pc_mutex_lock(&slab_mutex);
+	slab_mutex_mine = true;
+}
+
+bool slab_mutex_trylock(void)
+{
+	/* A thread that holds it already (a decay pass from a slow path under
+	 * pc_cache_foreach's callback) must not take it twice. */
+	if (slab_mutex_mine || !pc_mutex_trylock(&slab_mutex))
+		return false;
+	slab_mutex_mine = true;
+	return true;
+}
+
+void slab_mutex_unlock(void)
+{
+	slab_mutex_mine = false;
+	pc_mutex_unlock(&slab_mutex);
+}
+
+bool slab_mutex_held(void) { return slab_mutex_mine; }
+
+void slab_mutex_assert_held(void)
+{
+	pc_assert_internal(slab_mutex_mine);
+}
+
+void slab_exclusive_test_hook(struct pc_cache *s)
+{
+	void (*hook)(struct pc_cache *) = pc_load_relaxed(&pc_slab_exclusive_test_hook);
+	if (pc_unlikely(hook != NULL))
+		hook(s);
+}
+
+void slab_cache_foreach_locked(void (*fn)(struct pc_cache *s, void *arg), void *arg)
+{
+	slab_mutex_assert_held();
+	struct pc_list *it;
+	pc_list_for_each(it, &cache_list)
+		fn(pc_list_entry(it, struct pc_cache, link), arg);
+}
+
 unsigned slab_cpu_partial(const struct pc_cache *s) { return pc_load_relaxed(&s->cpu_partial); }
 unsigned slab_min_partial(const struct pc_cache *s) { return pc_load_relaxed(&s->min_partial); }
 
@@ -127,11 +178,11 @@ static void cache_retune(struct pc_cache *s)
 static void retune_all(long value)
 {
 	(void)value;
-	pc_mutex_lock(&slab_mutex);
+	slab_mutex_lock();
 	struct pc_list *it;
 	pc_list_for_each(it, &cache_list)
 		cache_retune(pc_list_entry(it, struct pc_cache, link));
-	pc_mutex_unlock(&slab_mutex);
+	slab_mutex_unlock();
 }
 
 static void slab_prefork(void);
@@ -304,11 +355,11 @@ static struct pc_cache *cache_create(const char *name, size_t size, size_t align
 	s->internal = internal;
 	snprintf(s->name, sizeof(s->name), "%s", name ? name : "unnamed");
 	cache_init_parts(s);
-	pc_mutex_lock(&slab_mutex);
+	slab_mutex_lock();
 	sheaf_cache_setup(s);
 	cache_retune(s);
 	pc_list_add_tail(&s->link, &cache_list);
-	pc_mutex_unlock(&slab_mutex);
+	slab_mutex_unlock();
 	return s;
 }
 
@@ -406,20 +457,31 @@ size_t pc_cache_shrink(struct pc_cache *s)
 	return freed;
 }
 
+/*
+ * Destroy holds slab_mutex from its first flush to the unlinking, so that no
+ * decay pass (which holds it while it looks at any cache, sheaf_decay.c)
+ * flushes or shrinks s meanwhile: a pass's detached sheaves, in flight to
+ * the slabs, would look like allocated objects to the walker and to the
+ * count below ("keeping it" with nothing allocated). A pass that starts
+ * after the unlinking no longer finds s; the mapping is never unmapped
+ * anyway (below), so no pointer to s can ever dangle.
+ */
 size_t pc_cache_destroy(struct pc_cache *s)
 {
+	slab_mutex_lock();
 	pc_cache_shrink(s);
 	pc_cache_check_at(s, "at destroy"); /* nobody else uses it now */
+	slab_exclusive_test_hook(s);
 	struct pc_cache_info info;
 	pc_cache_info(s, &info);
 	if (info.slabs > 0) {
+		slab_mutex_unlock();
 		pc_message("cache %s destroyed with %ld objects still allocated in %ld slabs; "
 			   "keeping it", s->name, info.active_objects, info.slabs);
 		return (size_t)PC_MAX(info.active_objects, 1L);
 	}
-	pc_mutex_lock(&slab_mutex);
 	pc_list_del(&s->link);
-	pc_mutex_unlock(&slab_mutex);
+	slab_mutex_unlock();
 	/* The list_locks stay in the lock layer's registry for the life of the
 	 * process (it never removes entries): unmapping them would leave the
 	 * registry dangling, and a new cache mapped at the same address would
@@ -502,22 +564,11 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 
 void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg)
 {
-	pc_mutex_lock(&slab_mutex);
+	slab_mutex_lock();
 	struct pc_list *it;
 	pc_list_for_each(it, &cache_list)
 		fn(pc_list_entry(it, struct pc_cache, link), arg);
-	pc_mutex_unlock(&slab_mutex);
-}
-
-bool pc_cache_foreach_try(void (*fn)(struct pc_cache *s, void *arg), void *arg)
-{
-	if (!pc_mutex_trylock(&slab_mutex))
-		return false;
-	struct pc_list *it;
-	pc_list_for_each(it, &cache_list)
-		fn(pc_list_entry(it, struct pc_cache, link), arg);
-	pc_mutex_unlock(&slab_mutex);
-	return true;
+	slab_mutex_unlock();
 }
 
 static void reclaim_one(struct pc_cache *s, void *arg)
@@ -548,7 +599,7 @@ void pc_slab_reclaim(void)
  * fork takes after it has all of the lower ones. */
 static void slab_prefork(void)
 {
-	pc_mutex_lock(&slab_mutex);
+	slab_mutex_lock();
 	sheaf_threads_prefork();
 	struct pc_list *it;
 	pc_list_for_each(it, &cache_list) {
@@ -591,7 +642,7 @@ static void slab_postfork_parent(void)
 			pc_spin_unlock(&s->slots[c].lock);
 	}
 	sheaf_threads_postfork_parent();
-	pc_mutex_unlock(&slab_mutex);
+	slab_mutex_unlock();
 }
 
 static void slab_postfork_child(void)
@@ -610,4 +661,5 @@ static void slab_postfork_child(void)
 	}
 	sheaf_threads_postfork_child();
 	pc_mutex_reinit(&slab_mutex);
+	slab_mutex_mine = false;
 }

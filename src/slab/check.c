@@ -4,6 +4,13 @@
  * counters and frozen/listed state agree with where the slab is, and the node
  * counts add up. Slow; only while no other thread uses the cache.
  *
+ * The walker holds slab_mutex from its flush to its last look (destroy
+ * holds it around the whole of its work), and so does every decay pass
+ * (sheaf_decay.c): the decay flushes and shrinks caches that nobody uses,
+ * so "no other thread uses the cache" alone would not keep it away, and a
+ * pass's sheaves in flight to the slabs would look allocated, or its
+ * shrink would move slabs under the walk.
+ *
  * The node partial lists alone (check_node_locked) are consistent whenever
  * the node's list_lock is held. Expensive-assert builds (PC_DEBUG >= 3) run
  * that after each pc_cache_shrink pass and, for every cache, in a fork
@@ -141,10 +148,13 @@ static long walk_zone(struct walk *w, struct pc_zone *z)
 	return rc;
 }
 
-long pc_cache_check(struct pc_cache *s)
+/* The walk, with slab_mutex held (no decay pass runs). */
+static long cache_check_locked(struct pc_cache *s)
 {
+	slab_mutex_assert_held();
 	struct walk w = { .s = s };
 	sheaf_flush_cache(s); /* objects in sheaves are free: back to their slabs */
+	slab_exclusive_test_hook(s);
 	size_t scratch = pc_align_up(0x1000000, PC_PAGE_SIZE); /* objects per slab < 2^24 */
 	w.seen = os_map(scratch, PC_PAGE_SIZE);
 	if (!w.seen)
@@ -166,6 +176,17 @@ long pc_cache_check(struct pc_cache *s)
 	return w.allocated;
 }
 
+long pc_cache_check(struct pc_cache *s)
+{
+	bool take = !slab_mutex_held(); /* held: from a pc_cache_foreach callback */
+	if (take)
+		slab_mutex_lock();
+	long rc = cache_check_locked(s);
+	if (take)
+		slab_mutex_unlock();
+	return rc;
+}
+
 /* ---- the walkers at consistent points (PC_DEBUG >= 3) ------------------------------ */
 #if PC_DEBUG >= 3
 void slab_node_check_at_locked(struct pc_cache *s, struct pc_cache_node *n, const char *where)
@@ -177,7 +198,7 @@ void slab_node_check_at_locked(struct pc_cache *s, struct pc_cache_node *n, cons
 
 void pc_cache_check_at(struct pc_cache *s, const char *where)
 {
-	if (pc_cache_check(s) < 0)
+	if (cache_check_locked(s) < 0)
 		pc_fatal("cache %s: invariants broken %s (pc_cache_check: see above)", s->name, where);
 }
 

@@ -40,8 +40,9 @@
  * Owns: next_pass_ns (page-clock time of the next due pass; claimed with a
  * compare-and-swap, so that one thread runs each due pass) and, per thread,
  * decay_tick. A pass holds slab_mutex (tried, never waited for, from the
- * slow paths) while it walks the caches, then their slot and barn locks, or
- * the thread registry lock, one at a time, and for the shrink of an idle
+ * slow paths) from start to end, so that it never overlaps a cache walker
+ * or a pc_cache_destroy (check.c); under it, the thread registry lock,
+ * then each cache's slot and barn locks, one at a time, and for the shrink of an idle
  * cache its c->locks and list_locks (as pc_cache_shrink); all with the
  * thread's sheaf_depth raised (sheaf_enter), so that a signal handler that
  * allocates meanwhile takes no lock.
@@ -58,10 +59,15 @@ static uint64_t decay_interval_ns(void)
 	return PC_MAX(ms, (uint64_t)1000) * 1000000u; /* a pass walks every cache and CPU */
 }
 
+void (*_Atomic pc_slab_decay_test_hook)(struct pc_cache *s);
+
 static void decay_one(struct pc_cache *s, void *arg)
 {
 	if (s->internal)
 		return; /* after the others: they free sheaves into it */
+	void (*hook)(struct pc_cache *) = pc_load_relaxed(&pc_slab_decay_test_hook);
+	if (pc_unlikely(hook != NULL))
+		hook(s); /* tests: a pass that has begun on s */
 	*(unsigned long *)arg += sheaf_decay_cache(s);
 	if (!sheaf_cache_holds(s))
 		slab_shrink_slabs(s);
@@ -74,17 +80,26 @@ static void shrink_internal(struct pc_cache *s, void *arg)
 		slab_shrink_slabs(s);
 }
 
-/* One pass; `wait`: block on slab_mutex (else skip the caches when busy). */
+/*
+ * One pass; `wait`: block on slab_mutex (else skip the pass when it is
+ * busy). The whole pass holds slab_mutex, the thread registry's part too,
+ * so that it never overlaps a walker (pc_cache_check) or a
+ * pc_cache_destroy, which hold it: those must find every object of their
+ * cache either allocated or in a slab, never in a sheaf the decay has
+ * detached and is still flushing, nor slabs the decay's shrink is moving.
+ */
 static unsigned long decay_pass(bool wait)
 {
+	unsigned long n = 0;
 	pc_vg_enter(); /* flushing writes free pointers into free objects */
 	sheaf_enter(); /* a signal handler that allocates now takes no lock */
-	unsigned long n = sheaf_decay_threads();
-	if (wait) {
-		pc_cache_foreach(decay_one, &n);
-		pc_cache_foreach(shrink_internal, NULL);
-	} else if (pc_cache_foreach_try(decay_one, &n)) {
-		pc_cache_foreach_try(shrink_internal, NULL);
+	if (wait)
+		slab_mutex_lock();
+	if (wait || slab_mutex_trylock()) {
+		n = sheaf_decay_threads();
+		slab_cache_foreach_locked(decay_one, &n);
+		slab_cache_foreach_locked(shrink_internal, NULL);
+		slab_mutex_unlock();
 	}
 	sheaf_leave();
 	pc_vg_leave();

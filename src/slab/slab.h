@@ -97,7 +97,11 @@
  *   idle_only, the registry's entries, barn_decay), and shrink the slabs of
  *   caches left with no sheaf; from the slow paths and, through the hook
  *   registered with the page layer (pc_page_release_hook_set), from each
- *   pass of the background release thread (vm.release_thread).
+ *   pass of the background release thread (vm.release_thread). A pass
+ *   holds slab_mutex from start to end (tried from the slow paths, waited
+ *   for by the release thread), as do the walker (pc_cache_check) and
+ *   pc_cache_destroy: a pass never overlaps them, and one that starts after
+ *   a destroy's unlinking never finds its cache.
  *   Fork: the child gives the parent's other threads' sheaves (thread mode)
  *   back to the slabs (sheaf_threads_fork_orphans, a lifecycle entry of its
  *   own that runs after every lock is usable again).
@@ -162,7 +166,10 @@
  *   call the page allocator with no slab lock held.
  *
  * ---- Locks (outermost first) -----------------------------------------------
- *   slab_mutex (global: the cache list, creation, tunable changes)
+ *   slab_mutex (global: the cache list, creation, tunable changes; held
+ *               throughout by each decay pass, by pc_cache_check and by
+ *               pc_cache_destroy, so that no decay pass flushes or shrinks
+ *               a cache that is being walked or destroyed)
  *     -> slot->lock (per cache and CPU number: changes of its main and spare
  *                  sheaves; a spinlock held only by sheaf slow paths/flushes)
  *        or threads_lock (thread mode, sheaf_thread.c: the registry of
@@ -520,12 +527,14 @@ struct pc_cache_info {
 void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info);
 /* Call fn for every cache, under slab_mutex. */
 void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg);
-/* The same if slab_mutex is free now; false (and nothing done) if not. */
-bool pc_cache_foreach_try(void (*fn)(struct pc_cache *s, void *arg), void *arg);
 
 /* Invariant walker: every object in exactly one place. Only while no other
- * thread uses the cache; it first flushes the sheaves (as pc_cache_shrink). Returns the number of allocated objects, or -1 (and
- * a message) when an invariant is broken. */
+ * thread uses the cache; it first flushes the sheaves (as pc_cache_shrink).
+ * It holds slab_mutex throughout (taking it unless the caller holds it:
+ * a pc_cache_foreach callback may call it), which keeps decay passes away
+ * (they flush and shrink caches nobody uses): never call it with another
+ * slab lock held. Returns the number of allocated objects, or -1 (and a message)
+ * when an invariant is broken. */
 long pc_cache_check(struct pc_cache *s);
 /*
  * Expensive-assert builds (PC_DEBUG >= 3): the walkers at points where the
@@ -536,7 +545,8 @@ long pc_cache_check(struct pc_cache *s);
  *       held: after pc_cache_shrink's pass over the node, and for every node
  *       of every cache in a fork child;
  *   pc_cache_check_at  the whole cache (pc_cache_check): at
- *       pc_cache_destroy, when no other thread may use the cache.
+ *       pc_cache_destroy, when no other thread may use the cache; called
+ *       with slab_mutex held (destroy holds it throughout).
  */
 #if PC_DEBUG >= 3
 void slab_node_check_at_locked(struct pc_cache *s, struct pc_cache_node *n, const char *where);
@@ -1004,6 +1014,26 @@ void slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *
  * allocation); returns how many it got (fewer when out of memory). */
 unsigned slab_alloc_bulk(struct pc_cache *s, void **out, unsigned n);
 /* "cache.c" */
+/* slab_mutex ("Locks" above), for the decay and the walker: a decay pass,
+ * pc_cache_check and pc_cache_destroy each hold it throughout, so none of
+ * them overlaps another. slab_cache_foreach_locked: fn for every cache,
+ * slab_mutex held by the caller. */
+void slab_mutex_lock(void);
+bool slab_mutex_trylock(void);
+void slab_mutex_unlock(void);
+bool slab_mutex_held(void);        /* by the calling thread */
+void slab_mutex_assert_held(void); /* PC_DEBUG >= 2; nothing otherwise */
+void slab_cache_foreach_locked(void (*fn)(struct pc_cache *s, void *arg), void *arg);
+/* Tests only (NULL = none): called with slab_mutex held by pc_cache_check
+ * (after its flush, before it walks) and by pc_cache_destroy (after its
+ * shrink and check, before it counts), so that a test holds a walker or a
+ * destroy there while it starts a decay pass. slab_exclusive_test_hook
+ * calls it. */
+extern void (*_Atomic pc_slab_exclusive_test_hook)(struct pc_cache *s);
+void slab_exclusive_test_hook(struct pc_cache *s);
+/* Tests only (NULL = none), "sheaf_decay.c": called by a decay pass (with
+ * slab_mutex held) as it begins on each cache that has sheaves. */
+extern void (*_Atomic pc_slab_decay_test_hook)(struct pc_cache *s);
 /* A cache of sheaves: no sheaves of its own, not on the thread index. */
 struct pc_cache *slab_cache_create_internal(const char *name, size_t size);
 unsigned slab_cpu_partial(const struct pc_cache *s);
