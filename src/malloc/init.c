@@ -2,8 +2,10 @@
  * malloc/init.c - size classes, start-up of the malloc layer, and fork.
  *
  * pc_malloc_init() runs at the first allocation (from any thread, even
- * before main or in a constructor). It calls nothing that allocates: caches
- * and page metadata come from the OS layer. Concurrent first callers wait
+ * before main or in a constructor): it starts the page allocator; each size
+ * class's cache is made at the first allocation of that class
+ * (malloc_class_cache). Neither calls anything that allocates: caches and
+ * page metadata come from the OS layer. Concurrent first callers wait
  * for the one that initialises. Memory in transit in another thread at a
  * fork (a slab being frozen onto a CPU partial list, a block being released
  * to the OS) stays unlisted in the child: a leak there, never memory handed
@@ -44,14 +46,14 @@ const uint8_t pc_class_of8[PC_SMALL_MAX / 8 + 1] = {
 
 /* Until its class cache exists, every class points here: a cache with no
  * sheaves and thread-sheaf index 0 (always the empty pc_sheaf_none), so
- * malloc's fast path fails and its slow path starts the allocator. No
- * readiness flag is read on the fast path. */
-static struct pc_cache malloc_unready = { .name = "unready" };
+ * malloc's fast path fails and its slow path starts the allocator and makes
+ * the class's cache. No readiness flag is read on the fast path. */
+struct pc_cache pc_malloc_unready = { .name = "unready" };
 struct pc_cache *_Atomic pc_class_cache[PC_NR_CLASSES] = {
-	[0 ... PC_NR_CLASSES - 1] = &malloc_unready,
+	[0 ... PC_NR_CLASSES - 1] = &pc_malloc_unready,
 };
 struct pc_cache *_Atomic pc_class_cache_of8[PC_SMALL_MAX / 8 + 1] = {
-	[0 ... PC_SMALL_MAX / 8] = &malloc_unready,
+	[0 ... PC_SMALL_MAX / 8] = &pc_malloc_unready,
 };
 _Atomic uint32_t pc_malloc_ready; /* pc_once: 2 when ready */
 
@@ -68,31 +70,77 @@ static void check_class_table(void)
 	}
 }
 
-static bool create_caches(void)
+/*
+ * The size classes' caches are made lazily, each at the first allocation
+ * of its class (malloc_class_cache), not all at start-up: a small program
+ * that uses a few classes pays for those only (each cache is a few KiB of
+ * metadata that its creation writes, so a page of RSS or so, and a mapping;
+ * docs/footprint.md). Each class has its own pc_once state, so a class is
+ * made once however many threads want it first, racers wait, a failed
+ * creation (out of memory) is retried by the next call, and fork() never
+ * finds one half made (os.h). pc_once's init takes no argument: the class
+ * is this thread's class_wanted, set just before (a racer that runs the
+ * init after a failed try set its own to the same class first).
+ */
+static _Atomic uint32_t class_once[PC_NR_CLASSES];
+static __thread unsigned class_wanted __attribute__((tls_model("initial-exec")));
+
+static bool create_class(void)
 {
-	for (unsigned i = 0; i < PC_NR_CLASSES; i++) {
-		if (pc_load_relaxed(&pc_class_cache[i]) != &malloc_unready)
-			continue; /* made by an earlier, failed start */
-		char name[24];
-		snprintf(name, sizeof(name), "kmalloc-%u", pc_class_size[i]);
-		struct pc_cache *s = pc_cache_create(name, pc_class_size[i], 0, NULL);
-		if (!s)
-			return false;
-		/* Release: malloc's fast path may use the cache from now on
-		 * (pairs with its acquire load of the pointer). */
-		pc_store_release(&pc_class_cache[i], s);
-		for (size_t j = 0; j <= PC_SMALL_MAX / 8; j++)
-			if (pc_class_of8[j] == i)
-				pc_store_release(&pc_class_cache_of8[j], s);
-	}
+	unsigned i = class_wanted;
+	char name[24];
+	snprintf(name, sizeof(name), "kmalloc-%u", pc_class_size[i]);
+	struct pc_cache *s = pc_cache_create(name, pc_class_size[i], 0, NULL);
+	if (!s)
+		return false;
+	/* Release: malloc's fast path may use the cache from now on (pairs
+	 * with its acquire load of the pointer). */
+	pc_store_release(&pc_class_cache[i], s);
+	for (size_t j = 0; j <= PC_SMALL_MAX / 8; j++)
+		if (pc_class_of8[j] == i)
+			pc_store_release(&pc_class_cache_of8[j], s);
 	return true;
+}
+
+static bool make_class(unsigned cls)
+{
+	class_wanted = cls;
+	return pc_once(&class_once[cls], create_class);
+}
+
+static bool make_every_class(void)
+{
+	for (unsigned i = 0; i < PC_NR_CLASSES; i++)
+		if (!make_class(i))
+			return false;
+	return true;
+}
+
+struct pc_cache *malloc_class_cache_slow(unsigned cls)
+{
+	/* A signal handler that interrupted a sheaf slow path or a decay pass
+	 * of its own thread takes no lock (slab.h, "Re-entry"): the creation
+	 * takes slab_mutex, which that thread may hold. */
+	if (!pc_malloc_init() || pc_slab_reentered() || !make_class(cls))
+		return NULL;
+	return pc_load_acquire(&pc_class_cache[cls]);
+}
+
+void pc_malloc_classes_create(void)
+{
+	if (pc_malloc_init())
+		make_every_class();
 }
 
 static bool malloc_init_once(void)
 {
 	int saved = errno;
 	check_class_table();
-	bool ok = pc_page_try_init() && create_caches();
+	/* Thread mode (the fallback) makes every class now, as all did before:
+	 * its per-thread sheaf indices (PC_THREAD_SHEAVES, slab.h) then go to
+	 * the size classes before any cache the program creates. */
+	bool ok = pc_page_try_init() &&
+		  (pc_sheaf_mode() != PC_SHEAF_MODE_THREAD || make_every_class());
 	errno = ok ? saved : ENOMEM;
 	return ok;
 }

@@ -39,7 +39,11 @@ static void *alloc_any(size_t size, size_t align)
 		while (cls < PC_NR_CLASSES && pc_class_size[cls] % align)
 			cls++;
 		if (cls < PC_NR_CLASSES) {
-			struct pc_cache *s = pc_class_cache[cls];
+			struct pc_cache *s = malloc_class_cache(cls); /* made at first use */
+			if (pc_unlikely(!s)) {
+				errno = ENOMEM;
+				return NULL;
+			}
 			void *p = pc_cache_alloc_inline(s);
 			if (pc_unlikely(s->debug) && p) /* slub_debug: the request's red zone */
 				pc_slab_debug_set_size(s, p, size);

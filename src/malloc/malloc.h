@@ -25,7 +25,8 @@
  * one block exactly one gets true.
  *
  * Locks: none of its own (huge blocks keep relaxed atomic counters); the
- * layers below do the locking. Start-up: pc_malloc_init() creates the size-class caches once,
+ * layers below do the locking. Start-up: pc_malloc_init() starts the page allocator once, and
+ * each size class's cache is made at the first allocation of the class, both
  * with no call to malloc (all metadata comes from the OS layer), so it is
  * safe from the first malloc of the process, in constructors and in threads.
  */
@@ -48,9 +49,11 @@
 extern const uint16_t pc_class_size[PC_NR_CLASSES];
 /* (size + 7) / 8 -> class, for sizes 0..PC_SMALL_MAX (constant). */
 extern const uint8_t pc_class_of8[PC_SMALL_MAX / 8 + 1] PC_HIDDEN;
-/* The cache of each class; before start-up (and while it runs) a stand-in
- * whose fast paths always fail (init.c), never NULL. */
+/* The cache of each class; until the class's first allocation (and while
+ * its cache is being made) a stand-in whose fast paths always fail
+ * (init.c), never NULL. */
 extern struct pc_cache *_Atomic pc_class_cache[PC_NR_CLASSES] PC_HIDDEN;
+extern struct pc_cache pc_malloc_unready PC_HIDDEN; /* the stand-in */
 /* The same by (size + 7) / 8: malloc's fast path, one load from the size. */
 extern struct pc_cache *_Atomic pc_class_cache_of8[PC_SMALL_MAX / 8 + 1] PC_HIDDEN;
 extern _Atomic uint32_t pc_malloc_ready PC_HIDDEN;
@@ -72,6 +75,18 @@ struct pc_huge_header {
 
 /* "init.c" */
 bool pc_malloc_init(void);
+/* The cache of size class cls, made at its first use (init.c); NULL when
+ * it cannot be made now (out of memory, or a signal handler that
+ * interrupted a sheaf slow path). */
+struct pc_cache *malloc_class_cache_slow(unsigned cls);
+PC_INLINE struct pc_cache *malloc_class_cache(unsigned cls)
+{
+	/* Acquire: pairs with the release that published the cache. */
+	struct pc_cache *s = pc_load_acquire(&pc_class_cache[cls]);
+	return pc_likely(s != &pc_malloc_unready) ? s : malloc_class_cache_slow(cls);
+}
+/* Make every size class's cache now (statistics: every class is listed). */
+void pc_malloc_classes_create(void);
 /* "large.c": align is a power of two <= PC_LARGE_MAX */
 void *large_alloc(size_t size, size_t align);
 void large_free(struct pc_page *pg, void *p);

@@ -26,6 +26,7 @@ static struct pc_mutex slab_mutex;
 static struct pc_list cache_list = { &cache_list, &cache_list };
 
 void (*_Atomic pc_slab_exclusive_test_hook)(struct pc_cache *s);
+struct pc_hist pc_slab_alloc_slow_ns, pc_sheaf_alloc_slow_ns;
 
 /* Whether this thread holds slab_mutex (every acquisition goes through the
  * wrappers below, fork's included): lets pc_cache_check run from a
@@ -278,14 +279,44 @@ static bool cache_geometry(struct pc_cache *s, size_t size, size_t align, bool c
 	return true;
 }
 
-/* One mapping per cache: the cache and its per-CPU array, then per node a
- * struct pc_cache_node and a barn, then the sheaf slots (rseq mode). */
+/* One block per cache: the cache and its per-CPU array, then per node a
+ * struct pc_cache_node and a barn, then the sheaf slots (rseq mode); a
+ * multiple of the slots' alignment (64 bytes), so that blocks cut one
+ * after the other from a chunk all start so aligned. */
 static size_t cache_bytes(void)
 {
 	size_t bytes = sizeof(struct pc_cache) + os_cpu_count() * sizeof(struct pc_cache_cpu) +
 		       pc_node_count() * (sizeof(struct pc_cache_node) + sizeof(struct pc_barn));
 	bytes = pc_align_up(bytes, 1 << OS_RSEQ_SLOT_SHIFT);
-	return pc_align_up(bytes + os_cpu_count() * sizeof(struct pc_sheaf_slot), PC_PAGE_SIZE);
+	return bytes + os_cpu_count() * sizeof(struct pc_sheaf_slot);
+}
+
+/*
+ * Caches are cut one after the other from chunks mapped from the OS (a
+ * mapping per cache, as before, cost a page each, most of it unused on a
+ * small machine, and a system call). A chunk is CACHE_CHUNK bytes (or one
+ * cache, if that is more); its pages are faulted in only as caches are
+ * cut from them. Caches are never freed (pc_cache_destroy keeps their
+ * memory: the lock registry points into it), so a bump pointer is enough.
+ * Under slab_mutex.
+ */
+#define CACHE_CHUNK (64 * 1024)
+static char *chunk_next, *chunk_end;
+
+static struct pc_cache *cache_block_locked(size_t bytes)
+{
+	slab_mutex_assert_held();
+	if ((size_t)(chunk_end - chunk_next) < bytes) {
+		size_t size = pc_align_up(PC_MAX(bytes, (size_t)CACHE_CHUNK), PC_PAGE_SIZE);
+		char *p = os_map(size, PC_PAGE_SIZE); /* zeroed */
+		if (!p)
+			return NULL;
+		chunk_next = p;
+		chunk_end = p + size;
+	}
+	struct pc_cache *s = (struct pc_cache *)(void *)chunk_next;
+	chunk_next += bytes;
+	return s;
 }
 
 static void cache_init_parts(struct pc_cache *s)
@@ -311,9 +342,9 @@ static void cache_init_parts(struct pc_cache *s)
 	}
 	uintptr_t slots = pc_align_up((uintptr_t)&barns[pc_node_count()], 1 << OS_RSEQ_SLOT_SHIFT);
 	s->slots = s->internal ? NULL : (struct pc_sheaf_slot *)slots;
-	/* The same for every cache (each starts a page-aligned mapping, and the
-	 * CPU and node counts are fixed): every creator stores the same value,
-	 * before the cache is published. */
+	/* The same for every cache (each starts 64-byte aligned, cache_bytes,
+	 * and the CPU and node counts are fixed): every creator stores the
+	 * same value, before the cache is published. */
 	pc_store_relaxed(&pc_sheaf_slots_offset, (size_t)(slots - (uintptr_t)s));
 }
 
@@ -340,7 +371,9 @@ static struct pc_cache *cache_create(const char *name, size_t size, size_t align
 	static _Atomic uint32_t sheaf_caches_state;
 	if (!internal && !pc_once(&sheaf_caches_state, sheaf_caches_init))
 		return NULL;
-	struct pc_cache *s = os_map(cache_bytes(), PC_PAGE_SIZE); /* zeroed */
+	slab_mutex_lock();
+	struct pc_cache *s = cache_block_locked(cache_bytes()); /* zeroed */
+	slab_mutex_unlock();
 	if (!s)
 		return NULL;
 	s->object_size = geometry.object_size;

@@ -411,7 +411,7 @@ void *sheaf_alloc_slow(struct pc_cache *s)
 	void *obj = s->slots ? cpu_alloc(s) : thread_alloc(s);
 	sheaf_leave();
 	sheaf_decay_poll();
-	pc_hist_add_since(&s->sheaf_slow_ns, t0);
+	pc_hist_add_since(&pc_sheaf_alloc_slow_ns, t0);
 	if (!obj)
 		errno = ENOMEM;
 	return obj;

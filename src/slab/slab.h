@@ -455,8 +455,6 @@ struct pc_cache {
 	_Atomic uint32_t sheaf_capacity; /* of new sheaves; 0 = sheaves off */
 	struct pc_barn *barn[PC_MAX_NODES];
 	struct pc_cache_node *node[PC_MAX_NODES];
-	struct pc_hist alloc_slow_ns; /* slab_alloc_slow latency (stats on) */
-	struct pc_hist sheaf_slow_ns; /* sheaf_alloc_slow latency (stats on) */
 	/* slub_debug mode ("Debug caches" above): PC_SLUB_DEBUG_* flags (0:
 	 * an ordinary cache), fixed at creation; inuse = the end of the
 	 * object's right red zone, where the free pointer is (offset); the
@@ -466,6 +464,13 @@ struct pc_cache {
 	size_t track_offset;
 	struct pc_cache_cpu cpu[]; /* [os_cpu_count()] */
 };
+
+/* Latency of slab_alloc_slow and of sheaf_alloc_slow, over every cache
+ * (stats on; "cache.c"). One pair for the process rather than one per
+ * cache: the reports only ever showed their sum, and 672 bytes less per
+ * cache is what lets two small caches share a page (docs/footprint.md). */
+extern struct pc_hist pc_slab_alloc_slow_ns PC_HIDDEN;
+extern struct pc_hist pc_sheaf_alloc_slow_ns PC_HIDDEN;
 
 /* ---- API ------------------------------------------------------------------------ */
 /* Create a cache of objects of `size` bytes aligned to `align` (0 = natural:

@@ -294,7 +294,7 @@ void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
 	cpu_freelist_publish(c, tid, obj ? slab_next(s, obj) : NULL);
 	slab_stat(c, PC_SLAB_STAT_alloc_slowpath);
 	pc_spin_unlock(&c->lock);
-	pc_hist_add_since(&s->alloc_slow_ns, t0);
+	pc_hist_add_since(&pc_slab_alloc_slow_ns, t0);
 	if (!obj)
 		errno = ENOMEM;
 	return obj;

@@ -136,8 +136,6 @@ static void collect_cache(struct pc_cache *c, void *arg)
 	snprintf(name, sizeof(name), "%.31s/barn", info.name);
 	if ((l = lock_row_new(s, name, "barn", false)) != NULL)
 		lock_row_fill(l, &info.barn_lock);
-	hist_add(&s->hist[PC_STATS_HIST_slab_alloc_slow], &c->alloc_slow_ns);
-	hist_add(&s->hist[PC_STATS_HIST_sheaf_alloc_slow], &c->sheaf_slow_ns);
 	for (unsigned i = 0; i < PC_LOCK_HIST_BUCKETS; i++) {
 		s->hist[PC_STATS_HIST_list_lock_wait].bucket[i] += info.list_lock.wait_hist[i];
 	}
@@ -261,6 +259,7 @@ struct pc_stats_snapshot *pc_stats_snapshot_take(void)
 			os_unmap(s, bytes);
 		return NULL;
 	}
+	pc_malloc_classes_create(); /* every size class listed, used or not */
 	s->time_ns = os_now_ns();
 	s->pid = (uint64_t)os_getpid();
 	s->enabled = pc_option(PC_OPT_STATS_ENABLE) != 0;
@@ -277,6 +276,8 @@ struct pc_stats_snapshot *pc_stats_snapshot_take(void)
 		collect_zone(s, pc_zone_get(i));
 	}
 	pc_cache_foreach(collect_cache, s);
+	hist_add(&s->hist[PC_STATS_HIST_slab_alloc_slow], &pc_slab_alloc_slow_ns);
+	hist_add(&s->hist[PC_STATS_HIST_sheaf_alloc_slow], &pc_sheaf_alloc_slow_ns);
 	collect_totals(s);
 	lock_rows_finish(s);
 	return s;
