@@ -88,6 +88,9 @@
  *               migrated) the caller goes straight to the zone. The drains
  *               (pc_page_drain_all, trim), pc_page_check and the fork
  *               handlers take it blocking, never with a zone lock held.
+ *               Allocation and free never wait for the zone lock with it
+ *               held: refills and drains move their batch between the
+ *               two with it dropped (pcp.c).
  *               A pc_spin_stat: it keeps lock_stat statistics (per CPU,
  *               summed per zone by the statistics layer; the reader and
  *               fork take it uncounted). Protects the pcp lists, count
@@ -531,8 +534,22 @@ void zone_release_if_over(struct pc_zone *z);
 void zone_release_fork_child(void);
 void zone_release_init(void);
 /* "pcp.c" */
-struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order);
-bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order);
+/* Entries taken off a pcp, on their way to the zone with no lock held
+ * (pcp_detach_locked, pcp_batch_free): buddy blocks (order in their head)
+ * and runs (length in aux), state PC_PG_NONE. */
+struct pcp_batch {
+	struct pc_list blocks, runs;
+	int pages;
+};
+struct pc_page *pcp_take(struct pc_pcp *pcp, unsigned order, unsigned run);
+int pcp_refill_want(struct pc_pcp *pcp, unsigned order, uint8_t *factor);
+struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, unsigned run,
+			   int want, uint8_t factor);
+bool pcp_free(struct pc_pcp *pcp, struct pc_page *pg, unsigned order, struct pcp_batch *out);
+bool pcp_free_run(struct pc_pcp *pcp, struct pc_page *pg, size_t pages, struct pcp_batch *out);
+void pcp_batch_init(struct pcp_batch *b);
+void pcp_detach_locked(struct pc_pcp *pcp, int pages, struct pcp_batch *b);
+void pcp_batch_free(struct pc_zone *z, struct pcp_batch *b);
 void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages);
 void pcp_init(struct pc_pcp *pcp);
 void pcp_decay(struct pc_zone *z);
@@ -551,8 +568,5 @@ bool zone_run_claim_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, 
 size_t zone_run_release_locked(struct pc_zone *z);
 size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before);
 bool zone_run_check_locked(struct pc_zone *z, size_t *listed);
-/* pcp.c */
-struct pc_page *pcp_alloc_run(struct pc_zone *z, struct pc_pcp *pcp, size_t pages);
-bool pcp_free_run(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, size_t pages);
 
 #endif /* PC_PAGE_H */

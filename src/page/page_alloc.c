@@ -62,15 +62,20 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, const struct p
 	if (req_pcp(rq)) {
 		struct pc_pcp *pcp = &z->pcp[cpu];
 		if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
-			uint64_t refills = pcp->refills;
-			struct pc_page *pg = rq->pages ? pcp_alloc_run(z, pcp, rq->pages)
-						       : pcp_alloc(z, pcp, rq->order);
-			bool refilled = pcp->refills != refills;
-			pc_spin_stat_unlock(&pcp->lock);
-			if (pg && page_stats_on())
-				pc_add_relaxed(&z->stats.pcp_hits, 1);
-			if (pc_unlikely(refilled)) /* a slow path: time for a release pass? */
-				zone_maybe_release(z);
+			unsigned run = (unsigned)rq->pages;
+			unsigned order = run ? pc_log2(run) : rq->order;
+			struct pc_page *pg = pcp_take(pcp, order, run);
+			if (pc_likely(pg != NULL)) {
+				pc_spin_stat_unlock(&pcp->lock);
+				if (page_stats_on())
+					pc_add_relaxed(&z->stats.pcp_hits, 1);
+				return pg;
+			}
+			uint8_t factor;
+			int want = pcp_refill_want(pcp, order, &factor);
+			pc_spin_stat_unlock(&pcp->lock); /* not held while the zone lock is waited for */
+			pg = pcp_refill(z, pcp, order, run, want, factor);
+			zone_maybe_release(z); /* a slow path: time for a release pass? */
 			return pg;
 		}
 		if (page_stats_on())
@@ -241,6 +246,14 @@ static bool inside_free_block(struct pc_page *pg)
 	return false;
 }
 
+/* A free pushed its pcp past high: the batch it detached goes to the zone
+ * (no lock held), then a release pass if one is due. */
+static PC_NOINLINE void pcp_drain_done(struct pc_zone *z, struct pcp_batch *b)
+{
+	pcp_batch_free(z, b);
+	zone_maybe_release(z);
+}
+
 static PC_COLD void bad_free(const void *p, unsigned order, const char *why)
 {
 	pc_fatal("pc_free_pages(%p, order %u): %s", p, order, why);
@@ -261,12 +274,13 @@ void pc_free_pages(void *p, unsigned order)
 	if (order <= PC_PCP_MAX_ORDER) {
 		struct pc_pcp *pcp = &z->pcp[os_cpu_current()];
 		if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
-			bool drained = pcp_free(z, pcp, pg, order);
+			struct pcp_batch b;
+			bool drained = pcp_free(pcp, pg, order, &b);
 			pc_spin_stat_unlock(&pcp->lock);
 			if (page_stats_on())
 				pc_add_relaxed(&z->stats.pcp_frees, 1);
-			if (drained)
-				zone_maybe_release(z);
+			if (drained) /* the batch goes to the zone with the pcp lock dropped */
+				pcp_drain_done(z, &b);
 			return;
 		}
 		if (page_stats_on())
@@ -296,10 +310,11 @@ void pc_free_run(void *p, size_t pages)
 	if (pages <= PC_PCP_MAX_RUN) {
 		struct pc_pcp *pcp = &z->pcp[os_cpu_current()];
 		if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
-			bool drained = pcp_free_run(z, pcp, pg, pages);
+			struct pcp_batch b;
+			bool drained = pcp_free_run(pcp, pg, pages, &b);
 			pc_spin_stat_unlock(&pcp->lock);
 			if (drained)
-				zone_maybe_release(z);
+				pcp_drain_done(z, &b);
 			return;
 		}
 		if (page_stats_on())

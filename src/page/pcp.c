@@ -27,9 +27,21 @@
  * per length, refilled from and drained to the zone's run heap the same way
  * and counted in the same count and high.
  *
- * Every function here but pcp_init and pcp_decay runs with pcp->lock held:
- * try-locked by allocation and free, locked outright by draining
- * (pc_page_drain_all).
+ * Allocation and free never hold the pcp lock while they wait for the zone
+ * lock: a refill is sized under the pcp lock (pcp_refill_want), taken from
+ * the zone with it dropped and put on the list under it again (pcp_refill);
+ * a free past high detaches its batch under the pcp lock
+ * (pcp_detach_locked) and frees it to the zone after dropping it
+ * (pcp_batch_free). With more threads than CPUs, a thread preempted or
+ * asleep on the zone lock while it held the pcp lock sent every other
+ * thread of its CPU to the zone lock, one block at a time
+ * (docs/pages-medium.md). In between, the entries of a batch are on no
+ * list, state PC_PG_NONE, as allocated pages are (pc_page_check counts
+ * them as in use; a fork meanwhile leaves them to nobody in the child, a
+ * leak there, as malloc/init.c says of other memory in transit). The drains of
+ * pc_page_drain_all, trim and decay take the pcp lock outright and keep it
+ * (pcp_drain_locked). Every other function here runs with pcp->lock held,
+ * but pcp_init, pcp_decay, pcp_refill and pcp_batch_free.
  */
 #include "page.h"
 
@@ -88,74 +100,120 @@ static void pcp_mark(struct pc_page *pg, unsigned pages)
 	pc_pg_set_state(pg, PC_PG_PCP);
 }
 
-/* Move a batch from the zone to a list: blocks of `order` (run == 0) or runs
- * of `run` pages (order: the order that holds one, to size the batch). The
- * number moved, 0 if the zone had none. */
-static int pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, unsigned run)
+/* What a request names: a buddy block of `order` (run == 0) or a run of
+ * `run` pages (order: the order that holds one, to size batches). */
+static struct pc_list *pcp_list_of(struct pc_pcp *pcp, unsigned order, unsigned run)
+{
+	return run ? &pcp->runs[run] : &pcp->lists[order];
+}
+
+/* Pop the warmest entry of a list, or NULL if it is empty (no refill: the
+ * caller refills with the pcp lock dropped, pcp_refill). */
+struct pc_page *pcp_take(struct pc_pcp *pcp, unsigned order, unsigned run)
 {
 	pc_spin_stat_assert_held(&pcp->lock);
-	uint8_t factor = pcp->alloc_factor;
-	int want = refill_blocks(pcp, order), got = 0;
-	unsigned pages = run ? run : 1u << order;
-	struct pc_list *l = run ? &pcp->runs[run] : &pcp->lists[order];
-	bool stats = page_stats_on();
-	uint64_t t0 = stats ? os_now_ns() : 0;
+	struct pc_list *l = pcp_list_of(pcp, order, run);
+	if (pc_list_empty(l))
+		return NULL;
+	struct pc_page *pg = pc_list_first(l, struct pc_page, list);
+	pc_list_del(&pg->list);
+	pcp->count -= run ? (int)run : 1 << order;
+	pc_pg_set_state(pg, PC_PG_ALLOC);
+	return pg;
+}
 
+/* The size of the next refill, scaled (refill_blocks); the factor before
+ * the scaling in *factor, to put back if the zone turns out empty. */
+int pcp_refill_want(struct pc_pcp *pcp, unsigned order, uint8_t *factor)
+{
+	pc_spin_stat_assert_held(&pcp->lock);
+	*factor = pcp->alloc_factor;
+	return refill_blocks(pcp, order);
+}
+
+/* Counters of a refill of `pages` pages (the caller's block and those put
+ * on the list). Under pcp->lock. */
+static void pcp_note_refill(struct pc_zone *z, struct pc_pcp *pcp, uint32_t pages, uint64_t t0)
+{
+	pcp->refills++;
+	pcp->last_refill = pages;
+	pcp->free_factor >>= 1;
+	if (page_stats_on()) {
+		pc_add_relaxed(&z->stats.refills, 1);
+		pc_add_relaxed(&z->stats.refill_pages, pages);
+		pc_hist_add_since(&z->stats.refill_ns, t0);
+		pc_hist_add(&z->stats.refill_batch, pages);
+	}
+}
+
+/*
+ * A refill, called with no lock held (the caller found the list empty and
+ * dropped the pcp lock after pcp_refill_want): up to `want` blocks or runs
+ * from the zone under one zone-lock hold, the first for the caller (state
+ * PC_PG_ALLOC), the others onto the list of pcp if its lock is free now,
+ * else straight back to the zone. The pcp lock is never held while the
+ * zone lock is waited for: with more threads than CPUs, a thread preempted
+ * or asleep on the zone lock with the pcp lock held sent every other thread
+ * of its CPU to the zone lock too, one block each (Test D at 16 threads on
+ * 2 CPUs: more allocations went to the zone than to the pcp). NULL if the
+ * zone had none (the factor goes back to `factor`).
+ */
+struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, unsigned run,
+			   int want, uint8_t factor)
+{
+	unsigned pages = run ? run : 1u << order;
+	uint64_t t0 = pc_stats_clock();
+	struct pc_list batch;
+	pc_list_init(&batch);
+	int got = 0;
 	pc_lock_acquire(&z->lock);
 	for (; got < want; got++) {
 		struct pc_page *pg = run ? zone_run_alloc_locked(z, run, 1) : zone_alloc_block_locked(z, order, true);
 		if (!pg)
 			break;
-		pcp_mark(pg, pages);
-		pc_list_add_tail(&pg->list, l);
+		pc_list_add_tail(&pg->list, &batch);
 	}
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
 	if (got == 0) { /* an empty zone: no batch moved, nothing to scale */
-		pcp->alloc_factor = factor;
-		return 0;
-	}
-
-	pcp->count += got * (int)pages;
-	pcp->refills++;
-	pcp->last_refill = (uint32_t)got * pages;
-	pcp->free_factor >>= 1;
-	if (stats) {
-		uint64_t ns = os_now_ns() - t0;
-		pc_add_relaxed(&z->stats.refills, 1);
-		pc_add_relaxed(&z->stats.refill_pages, (uint64_t)got * pages);
-		pc_hist_add(&z->stats.refill_ns, ns);
-		pc_hist_add(&z->stats.refill_batch, (uint64_t)got * pages);
-	}
-	return got;
-}
-
-/* Take a block of `order` from the pcp, refilling from the zone if empty. */
-struct pc_page *pcp_alloc(struct pc_zone *z, struct pc_pcp *pcp, unsigned order)
-{
-	pc_spin_stat_assert_held(&pcp->lock);
-	struct pc_list *l = &pcp->lists[order];
-	if (pc_list_empty(l) && pcp_refill(z, pcp, order, 0) == 0)
+		if (pc_spin_stat_trylock(&pcp->lock)) {
+			pcp->alloc_factor = factor;
+			pc_spin_stat_unlock(&pcp->lock);
+		}
 		return NULL;
-	struct pc_page *pg = pc_list_first(l, struct pc_page, list);
-	pc_list_del(&pg->list);
-	pcp->count -= 1 << order;
-	pc_pg_set_state(pg, PC_PG_ALLOC);
-	return pg;
-}
-
-/* Take a run of `pages` (<= PC_PCP_MAX_RUN) from the pcp, refilling from the
- * zone's run heap if its list is empty. */
-struct pc_page *pcp_alloc_run(struct pc_zone *z, struct pc_pcp *pcp, size_t pages)
-{
-	struct pc_list *l = &pcp->runs[pages];
-	if (pc_list_empty(l) && pcp_refill(z, pcp, pc_log2(pages), (unsigned)pages) == 0)
-		return NULL;
-	struct pc_page *pg = pc_list_first(l, struct pc_page, list);
-	pc_list_del(&pg->list);
-	pcp->count -= (int)pages;
-	pc_pg_set_state(pg, PC_PG_ALLOC);
-	return pg;
+	}
+	struct pc_page *mine = pc_list_first(&batch, struct pc_page, list);
+	pc_list_del(&mine->list);
+	pc_pg_set_state(mine, PC_PG_ALLOC);
+	if (got == 1)
+		return mine;
+	if (pc_spin_stat_trylock(&pcp->lock)) {
+		struct pc_list *l = pcp_list_of(pcp, order, run);
+		for (struct pc_list *it = batch.next, *next; it != &batch; it = next) {
+			next = it->next;
+			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+			pcp_mark(pg, pages);
+			pc_list_add_tail(&pg->list, l);
+		}
+		pcp->count += (got - 1) * (int)pages;
+		pcp_note_refill(z, pcp, (uint32_t)got * pages, t0); /* the caller's one too */
+		pc_spin_stat_unlock(&pcp->lock);
+		return mine;
+	}
+	/* The pcp is busy (another thread of this CPU): the rest goes back. */
+	uint64_t now = pc_page_clock_ns();
+	pc_lock_acquire(&z->lock);
+	for (struct pc_list *it = batch.next, *next; it != &batch; it = next) {
+		next = it->next;
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		if (run)
+			zone_run_free_at_locked(z, pg, run, now);
+		else
+			zone_free_block_at_locked(z, pg, order, PC_MEM_DIRTY, now);
+	}
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	return mine;
 }
 
 /* The lists of a pcp as one index: orders 0..PC_PCP_MAX_ORDER, then run
@@ -167,71 +225,104 @@ static struct pc_list *pcp_list_at(struct pc_pcp *pcp, unsigned i)
 	return i <= PC_PCP_MAX_ORDER ? &pcp->lists[i] : &pcp->runs[i - PC_PCP_MAX_ORDER];
 }
 
-/* Move the coldest entry (the tail) of list i to the zone; its pages. */
-static int pcp_drain_one(struct pc_zone *z, struct pc_pcp *pcp, unsigned i, uint64_t now)
+void pcp_batch_init(struct pcp_batch *b)
+{
+	pc_list_init(&b->blocks);
+	pc_list_init(&b->runs);
+	b->pages = 0;
+}
+
+/* Move the coldest entry (the tail) of list i into the batch; its pages.
+ * A block's order and a run's length stay in its head (order, aux). */
+static int pcp_detach_one(struct pc_pcp *pcp, unsigned i, struct pcp_batch *b)
 {
 	struct pc_list *l = pcp_list_at(pcp, i);
 	struct pc_page *pg = pc_list_entry(l->prev, struct pc_page, list);
 	pc_list_del(&pg->list);
-	pc_pg_set_state(pg, PC_PG_NONE);
-	int pages;
-	if (i <= PC_PCP_MAX_ORDER) {
-		zone_free_block_at_locked(z, pg, i, PC_MEM_DIRTY, now);
-		pages = 1 << i;
-	} else {
-		pages = (int)(i - PC_PCP_MAX_ORDER);
-		zone_run_free_at_locked(z, pg, (size_t)pages, now);
-	}
+	pc_pg_set_state(pg, PC_PG_NONE); /* in flight: neither free nor listed */
+	int pages = i <= PC_PCP_MAX_ORDER ? 1 << i : (int)(i - PC_PCP_MAX_ORDER);
+	pc_list_add_tail(&pg->list, i <= PC_PCP_MAX_ORDER ? &b->blocks : &b->runs);
 	pcp->count -= pages;
+	b->pages += pages;
 	return pages;
 }
 
 /*
- * Return at least `pages` pages (or all) to the zone under one zone-lock
- * hold, coldest first: from the tails, cycling over the lists that hold
- * something (found once, so that a drain costs what it moves, not a scan of
- * all PCP_NR_LISTS lists per entry moved: a drain of one run length used to
- * look at 71 lists for each run, 15% of Test A's samples at 16 KiB).
+ * Take at least `pages` pages (or all) off the lists into batch b, coldest
+ * first: from the tails, cycling over the lists that hold something (found
+ * once, so that a drain costs what it moves, not a scan of all
+ * PCP_NR_LISTS lists per entry moved: a drain of one run length used to
+ * look at 71 lists for each run, 15% of Test A's samples at 16 KiB). Under
+ * pcp->lock; pcp_batch_free then frees the batch to the zone, with the pcp
+ * lock dropped or not.
  */
-void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
+void pcp_detach_locked(struct pc_pcp *pcp, int pages, struct pcp_batch *b)
 {
 	pc_spin_stat_assert_held(&pcp->lock);
-	int moved = 0;
-	uint64_t t0 = pc_stats_clock();
-	uint64_t now = pc_page_clock_ns(); /* one freed time for the batch */
 	uint8_t live[PCP_NR_LISTS];
 	unsigned nlive = 0;
 	for (unsigned i = 0; i < PCP_NR_LISTS; i++)
 		if (!pc_list_empty(pcp_list_at(pcp, i)))
 			live[nlive++] = (uint8_t)i;
-	pc_lock_acquire(&z->lock);
+	int moved = 0;
 	while (moved < pages && nlive > 0) {
 		unsigned kept = 0;
 		for (unsigned k = 0; k < nlive; k++) {
 			if (moved < pages)
-				moved += pcp_drain_one(z, pcp, live[k], now);
+				moved += pcp_detach_one(pcp, live[k], b);
 			if (!pc_list_empty(pcp_list_at(pcp, live[k])))
 				live[kept++] = live[k];
 		}
 		nlive = kept;
 	}
-	zone_publish_hints_locked(z);
-	pc_lock_release(&z->lock);
 	pcp->drains++;
 	pcp->last_drain = (uint32_t)moved;
-	if (page_stats_on()) {
-		pc_add_relaxed(&z->stats.drains, 1);
-		pc_add_relaxed(&z->stats.drain_pages, (uint64_t)moved);
-		pc_hist_add(&z->stats.drain_batch, (uint64_t)moved);
-	}
-	pc_hist_add_since(&z->stats.drain_ns, t0);
 }
 
-static bool pcp_over_high(struct pc_zone *z, struct pc_pcp *pcp, int high);
+/* Free a detached batch to the zone under one zone-lock hold, every entry
+ * stamped with one page-clock time. */
+void pcp_batch_free(struct pc_zone *z, struct pcp_batch *b)
+{
+	uint64_t t0 = pc_stats_clock();
+	uint64_t now = pc_page_clock_ns();
+	pc_lock_acquire(&z->lock);
+	for (struct pc_list *it = b->blocks.next, *next; it != &b->blocks; it = next) {
+		next = it->next;
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		zone_free_block_at_locked(z, pg, pc_pg_order(pg), PC_MEM_DIRTY, now);
+	}
+	for (struct pc_list *it = b->runs.next, *next; it != &b->runs; it = next) {
+		next = it->next;
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		zone_run_free_at_locked(z, pg, pg->aux, now);
+	}
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	if (page_stats_on()) {
+		pc_add_relaxed(&z->stats.drains, 1);
+		pc_add_relaxed(&z->stats.drain_pages, (uint64_t)b->pages);
+		pc_hist_add(&z->stats.drain_batch, (uint64_t)b->pages);
+	}
+	pc_hist_add_since(&z->stats.drain_ns, t0);
+	pcp_batch_init(b);
+}
 
-/* Put a block on the pcp; past `high` pages, drain a scaled batch. Returns
- * whether it drained (the zone's free memory then grew). */
-bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigned order)
+/* Return at least `pages` pages (or all) to the zone, the pcp lock held
+ * throughout (drain_all, decay, trim: rare, and they take it blocking). */
+void pcp_drain_locked(struct pc_zone *z, struct pc_pcp *pcp, int pages)
+{
+	struct pcp_batch b;
+	pcp_batch_init(&b);
+	pcp_detach_locked(pcp, pages, &b);
+	pcp_batch_free(z, &b);
+}
+
+static bool pcp_over_high(struct pc_pcp *pcp, int high, struct pcp_batch *out);
+
+/* Put a block on the pcp; past `high` pages, detach a scaled batch into
+ * *out for the caller to free to the zone once it has dropped the pcp lock
+ * (pcp_batch_free). Returns whether it did. */
+bool pcp_free(struct pc_pcp *pcp, struct pc_page *pg, unsigned order, struct pcp_batch *out)
 {
 	pc_spin_stat_assert_held(&pcp->lock);
 	int high = pcp_high(pcp); /* the options may change at run time */
@@ -241,12 +332,13 @@ bool pcp_free(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, unsigne
 	pcp->count += 1 << order;
 	if (pc_likely(pcp->count <= high))
 		return false;
-	return pcp_over_high(z, pcp, high);
+	return pcp_over_high(pcp, high, out);
 }
 
 /* The same for a run of `pages` (<= PC_PCP_MAX_RUN). */
-bool pcp_free_run(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, size_t pages)
+bool pcp_free_run(struct pc_pcp *pcp, struct pc_page *pg, size_t pages, struct pcp_batch *out)
 {
+	pc_spin_stat_assert_held(&pcp->lock);
 	int high = pcp_high(pcp);
 
 	pcp_mark(pg, (unsigned)pages);
@@ -254,11 +346,11 @@ bool pcp_free_run(struct pc_zone *z, struct pc_pcp *pcp, struct pc_page *pg, siz
 	pcp->count += (int)pages;
 	if (pc_likely(pcp->count <= high))
 		return false;
-	return pcp_over_high(z, pcp, high);
+	return pcp_over_high(pcp, high, out);
 }
 
-/* Past high: grow high if the CPU cycles pages, else drain a scaled batch. */
-static bool pcp_over_high(struct pc_zone *z, struct pc_pcp *pcp, int high)
+/* Past high: grow high if the CPU cycles pages, else detach a scaled batch. */
+static bool pcp_over_high(struct pc_pcp *pcp, int high, struct pcp_batch *out)
 {
 	if (pcp->refills != pcp->refills_at_drain) { /* cycling: room for a batch more */
 		pcp->refills_at_drain = pcp->refills;
@@ -275,7 +367,8 @@ static bool pcp_over_high(struct pc_zone *z, struct pc_pcp *pcp, int high)
 	if (pcp->free_factor < cap)
 		pcp->free_factor++;
 	pcp->alloc_factor >>= 1;
-	pcp_drain_locked(z, pcp, PC_MAX(batch, pcp->count - high));
+	pcp_batch_init(out);
+	pcp_detach_locked(pcp, PC_MAX(batch, pcp->count - high), out);
 	return true;
 }
 

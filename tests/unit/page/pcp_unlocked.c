@@ -1,0 +1,186 @@
+/*
+ * tests/unit/page/pcp_unlocked.c - allocation and free never wait for the
+ * zone lock with their per-CPU list's lock held (pcp.c: a refill takes its
+ * batch from the zone with the pcp lock dropped, a drain detaches its batch
+ * and frees it after dropping it), so that the other threads of the CPU
+ * keep using the list meanwhile.
+ *
+ *  drain_waits_unlocked  a holder thread takes the zone lock; a worker
+ *                        pinned to CPU 0 frees pages past the list's high.
+ *                        The main thread then sees the worker's drain
+ *                        counted (pcp->drains, read under the pcp lock) and
+ *                        takes the pcp lock again and again while the
+ *                        worker, stuck on the zone lock, has not finished.
+ *                        Before the change the drain was counted only after
+ *                        the zone work, under the pcp lock: the main thread
+ *                        could never see it before the holder let go, and
+ *                        the watchdog failed the test. Once the holder lets
+ *                        go, the batch reaches the zone: the list is back
+ *                        under its high and the invariants hold.
+ *  refill_waits_unlocked the same for a refill: with the zone lock held, a
+ *                        worker's allocation from an empty list sizes its
+ *                        refill (alloc_factor moves, under the pcp lock)
+ *                        and waits for the zone lock with the pcp lock
+ *                        free, which the main thread then takes.
+ *
+ * Nothing here depends on timing: each step waits for a state, and the
+ * watchdog (alarm) only turns a hang into a failure.
+ *
+ * PC_TEST_LABELS: tsan
+ */
+#define _GNU_SOURCE
+#include "page/page.h"
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define HIGH 8
+#define NPAGES 64
+
+static struct pc_zone *zone;
+static struct pc_pcp *pcp;
+static char *pages[NPAGES];
+static atomic_int holder_state; /* 0 start, 1 holds the zone lock, 2 told to let go */
+static atomic_bool worker_done;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "test_page_pcp_unlocked: watchdog: the pcp lock stayed held "
+				  "while the zone lock was waited for\n";
+	ssize_t r = write(2, msg, sizeof(msg) - 1);
+	(void)r;
+	_exit(2);
+}
+
+static void *holder_main(void *arg)
+{
+	(void)arg;
+	pc_lock_acquire(&zone->lock);
+	atomic_store(&holder_state, 1);
+	while (atomic_load(&holder_state) != 2)
+		sched_yield();
+	pc_lock_release(&zone->lock);
+	return NULL;
+}
+
+static void *free_worker(void *arg)
+{
+	(void)arg;
+	REQUIRE(pin_cpu(0));
+	for (int i = 0; i < NPAGES; i++)
+		pc_free_pages(pages[i], 0);
+	atomic_store(&worker_done, true);
+	return NULL;
+}
+
+static void *alloc_worker(void *arg)
+{
+	(void)arg;
+	REQUIRE(pin_cpu(0));
+	pages[0] = pc_alloc_pages(0);
+	atomic_store(&worker_done, true);
+	return NULL;
+}
+
+/* The pcp's field read under its lock (the main thread holds no other). */
+static uint64_t pcp_read(const uint64_t *field)
+{
+	pc_spin_stat_lock(&pcp->lock);
+	uint64_t v = *field;
+	pc_spin_stat_unlock(&pcp->lock);
+	return v;
+}
+
+static uint8_t pcp_alloc_factor(void)
+{
+	pc_spin_stat_lock(&pcp->lock);
+	uint8_t v = pcp->alloc_factor;
+	pc_spin_stat_unlock(&pcp->lock);
+	return v;
+}
+
+static void hold_zone(pthread_t *holder)
+{
+	atomic_store(&holder_state, 0);
+	atomic_store(&worker_done, false);
+	REQUIRE(pthread_create(holder, NULL, holder_main, NULL) == 0);
+	while (atomic_load(&holder_state) != 1)
+		sched_yield();
+}
+
+TEST(drain_waits_unlocked)
+{
+	REQUIRE(pin_cpu(0));
+	for (int i = 0; i < NPAGES; i++) {
+		pages[i] = pc_alloc_pages(0);
+		REQUIRE(pages[i] != NULL);
+	}
+	pc_page_drain_all();
+	uint64_t drains0 = pcp_read(&pcp->drains);
+	pthread_t holder, worker;
+	hold_zone(&holder);
+	REQUIRE(pthread_create(&worker, NULL, free_worker, NULL) == 0);
+	alarm(60);
+	while (pcp_read(&pcp->drains) == drains0) /* the worker detached a batch */
+		sched_yield();
+	/* ...and dropped the pcp lock (we just took it), though the zone lock
+	 * it waits for is still held: */
+	CHECK(!atomic_load(&worker_done));
+	for (int i = 0; i < 100; i++)
+		CHECK(pcp_read(&pcp->drains) >= drains0 + 1);
+	alarm(0);
+	atomic_store(&holder_state, 2);
+	pthread_join(holder, NULL);
+	pthread_join(worker, NULL);
+	CHECK(atomic_load(&worker_done));
+	pc_spin_stat_lock(&pcp->lock);
+	int count = pcp->count, high = pcp->high;
+	pc_spin_stat_unlock(&pcp->lock);
+	CHECK(count <= high);
+	CHECK(pc_page_check());
+}
+
+TEST(refill_waits_unlocked)
+{
+	pc_page_drain_all(); /* the order-0 list is empty: the next allocation refills */
+	pc_spin_stat_lock(&pcp->lock);
+	pcp->alloc_factor = 0; /* so that sizing the refill raises it */
+	pc_spin_stat_unlock(&pcp->lock);
+	pthread_t holder, worker;
+	hold_zone(&holder);
+	REQUIRE(pthread_create(&worker, NULL, alloc_worker, NULL) == 0);
+	alarm(60);
+	while (pcp_alloc_factor() == 0) /* the worker sized its refill */
+		sched_yield();
+	CHECK(!atomic_load(&worker_done)); /* waits for the zone lock, pcp lock free */
+	alarm(0);
+	atomic_store(&holder_state, 2);
+	pthread_join(holder, NULL);
+	pthread_join(worker, NULL);
+	CHECK(pages[0] != NULL);
+	if (pages[0]) {
+		CHECK_EQ(pc_pg_state(pc_page_of(pages[0])), PC_PG_ALLOC);
+		pc_free_pages(pages[0], 0);
+	}
+	pc_page_drain_all();
+	CHECK(pc_page_check());
+}
+
+int main(void)
+{
+	pc_page_init();
+	REQUIRE(pc_option_set(PC_OPT_VM_PCP_HIGH, HIGH, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_PCP_HIGH_MIN, HIGH, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH, 4, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH_SCALE_MAX, 3, false) == 0);
+	zone = pc_zone_preferred(0);
+	pcp = &zone->pcp[0];
+	signal(SIGALRM, on_alarm);
+	RUN(drain_waits_unlocked);
+	RUN(refill_waits_unlocked);
+	return test_report();
+}
