@@ -136,6 +136,12 @@ static bool check_pcp(struct pc_zone *z, struct pc_pcp *pcp, size_t *blocks)
 		}
 	}
 	PC_PAGE_CHECK(pages == pcp->count, "zone %u: pcp count %d, lists %d", z->id, pcp->count, pages);
+	for (unsigned i = 0; i < PC_PCP_MAX_ORDER + 1 + PC_PCP_MAX_RUN; i++) {
+		struct pc_list *l = i <= PC_PCP_MAX_ORDER ? &pcp->lists[i] : &pcp->runs[i - PC_PCP_MAX_ORDER];
+		bool used = (pcp->used[i >> 6] >> (i & 63)) & 1;
+		PC_PAGE_CHECK(used == !pc_list_empty(l), "zone %u: pcp list %u %s but its used bit is %d",
+			      z->id, i, pc_list_empty(l) ? "empty" : "not empty", used);
+	}
 	return true;
 }
 

@@ -122,7 +122,8 @@
  *     larger one keeps the larger one's time, so it may sit nearer the head
  *     than its age says: it is then released later, never earlier);
  *   - pcp->count == sum over its lists of 2^order pages plus the lengths of
- *     the runs on its run lists; every head on them has state PC_PG_PCP, aux
+ *     the runs on its run lists; a bit of pcp->used is set iff its list is
+ *     not empty; every head on them has state PC_PG_PCP, aux
  *     = its length and order = floor(log2(length)) (so the lock-free double-
  *     free check, which trusts a free head's order, never claims a page
  *     beyond a run);
@@ -267,6 +268,9 @@ struct pc_pcp {
 	uint8_t free_factor;     /* drain batch = batch << factor (<= scale_max) */
 	struct pc_list lists[PC_PCP_MAX_ORDER + 1]; /* buddy blocks by order */
 	struct pc_list runs[PC_PCP_MAX_RUN + 1];    /* runs by length ([0] unused) */
+	/* Bit i set iff list i is not empty, i = an order, or PC_PCP_MAX_ORDER
+	 * + a run length (pcp.c, pcp_list_at): drains visit only those. */
+	uint64_t used[(PC_PCP_MAX_ORDER + 1 + PC_PCP_MAX_RUN + 63) / 64];
 	uint64_t refills, drains; /* under lock; statistics */
 	uint32_t last_refill;     /* pages moved by the last refill */
 	uint32_t last_drain;      /* pages moved by the last drain */
