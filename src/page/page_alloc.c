@@ -75,6 +75,8 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, const struct p
 			int want = pcp_refill_want(pcp, order, &factor);
 			pc_spin_stat_unlock(&pcp->lock); /* not held while the zone lock is waited for */
 			pg = pcp_refill(z, pcp, order, run, want, factor);
+			if (pg && page_stats_on()) /* served through the pcp, by its refill */
+				pc_add_relaxed(&z->stats.pcp_hits, 1);
 			zone_maybe_release(z); /* a slow path: time for a release pass? */
 			return pg;
 		}

@@ -21,7 +21,9 @@
  *                        worker's allocation from an empty list sizes its
  *                        refill (alloc_factor moves, under the pcp lock)
  *                        and waits for the zone lock with the pcp lock
- *                        free, which the main thread then takes.
+ *                        free, which the main thread then takes; the
+ *                        allocation counts as a pcp hit (served through
+ *                        the list's refill), as before the change.
  *
  * Nothing here depends on timing: each step waits for a state, and the
  * watchdog (alarm) only turns a hang into a failure.
@@ -150,6 +152,7 @@ TEST(refill_waits_unlocked)
 	pc_spin_stat_lock(&pcp->lock);
 	pcp->alloc_factor = 0; /* so that sizing the refill raises it */
 	pc_spin_stat_unlock(&pcp->lock);
+	uint64_t hits0 = atomic_load(&zone->stats.pcp_hits);
 	pthread_t holder, worker;
 	hold_zone(&holder);
 	REQUIRE(pthread_create(&worker, NULL, alloc_worker, NULL) == 0);
@@ -162,6 +165,7 @@ TEST(refill_waits_unlocked)
 	pthread_join(holder, NULL);
 	pthread_join(worker, NULL);
 	CHECK(pages[0] != NULL);
+	CHECK_EQ(atomic_load(&zone->stats.pcp_hits), hits0 + 1); /* served by the refill */
 	if (pages[0]) {
 		CHECK_EQ(pc_pg_state(pc_page_of(pages[0])), PC_PG_ALLOC);
 		pc_free_pages(pages[0], 0);
@@ -177,6 +181,7 @@ int main(void)
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_HIGH_MIN, HIGH, false) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH, 4, false) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH_SCALE_MAX, 3, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_STATS_ENABLE, 1, false) == 0);
 	zone = pc_zone_preferred(0);
 	pcp = &zone->pcp[0];
 	signal(SIGALRM, on_alarm);
