@@ -159,9 +159,9 @@ bool huge_free(void *p)
 	h->magic = 0;
 	pc_sub_relaxed(&huge_mapped, size);
 	pc_sub_relaxed(&huge_blocks, 1);
+	huge_cache_expire(); /* first: a stale neighbour is not merged into h */
 	if (h->lent || !huge_cache_put(h))
 		give_back(h, size);
-	huge_cache_expire();
 	return true;
 }
 

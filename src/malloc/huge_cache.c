@@ -1,25 +1,45 @@
 /*
  * malloc/huge_cache.c - freed huge mappings kept for reuse, under the same
- * delay as free pages (vm.release_delay_ms), bounded in bytes
- * (vm.huge_cache_kb).
+ * delay as free pages (vm.release_delay_ms), bounded in bytes of address
+ * space (vm.huge_cache_kb) and, separately, in resident bytes.
  *
  * A program that cycles blocks of 5-25 MB otherwise maps, faults in and
- * unmaps every one of them. Here a freed mapping (header page included, its
- * pages still resident) goes into one of CACHE_SLOTS slots; a huge malloc
- * takes the best fit: the smallest cached mapping at least as large as it
- * needs, whose unused tail beyond 1/8 of the request is unmapped (split),
- * else the largest smaller one, grown with mremap (its resident pages are
- * kept, only the new tail faults in). A mapping cached longer than the delay
- * is unmapped by the next huge malloc or free, the release thread (through
- * pc_page_release_hook) or pc_trim; all of them go at once on pc_trim and
- * before an allocation fails for lack of memory (malloc_reclaim).
+ * unmaps every one of them. Here a freed mapping (header page included)
+ * goes into one of CACHE_SLOTS slots as a range of address space we keep
+ * mapped, its pages either still resident or given back (`released`,
+ * MADV_DONTNEED: the range is kept, a touch faults in a zero page).
  *
- * Lock-free, so nothing to do around fork(): a slot holds a header pointer;
- * take is an exchange with NULL (the taker owns the mapping), put a
- * compare-and-swap from NULL. slot_size and slot_time are hints written
- * before the put: a scanner may read a stale size, so a taker checks the
- * real size in the header it now owns. A mapping with extra alignment is
- * never cached (its data does not start one page after the mapping).
+ *  - take (a huge malloc) picks the best fit, resident ranges before
+ *    released ones: the smallest range at least as large as it needs, else
+ *    the largest smaller one, grown with mremap (its pages are kept, only the
+ *    new tail faults in). A tail beyond 1/8 of the request is split off and
+ *    cached as a range of its own, still resident: it is not unmapped, so a
+ *    larger request later finds its pages again.
+ *  - put (a huge free) first merges the range with cached neighbours in the
+ *    address space (the tail split off above, when the block before it comes
+ *    back), so splitting does not fragment the cache for good.
+ *  - Resident bytes in the cache are bounded by one block per CPU (the number
+ *    of CPUs times the largest huge block freed so far, at most the address
+ *    space bound): at most that many threads can be about to reuse a block at
+ *    once, and more would only add to the peak RSS of a program with many
+ *    threads (bench_huge at 16 threads on 2 CPUs: docs/huge.md). Beyond it
+ *    the oldest resident ranges are released, their address space kept.
+ *  - A range cached longer than the delay is unmapped by the next huge malloc
+ *    or free, the release thread (through pc_page_release_hook) or pc_trim;
+ *    all of them go at once on pc_trim and before an allocation fails for
+ *    lack of memory (malloc_reclaim), so under `ulimit -v` the address space
+ *    is given back.
+ *
+ * Lock-free, so nothing to do around fork() and safe from a signal handler:
+ * a slot holds a header pointer; take is an exchange with NULL (the taker
+ * owns the range), insert a compare-and-swap from NULL. slot_size,
+ * slot_time and slot_released are hints written before the insert: a
+ * scanner may read stale ones, so whoever takes a range checks the real
+ * size, state and address in the header it now owns (a merge that took a
+ * range that turns out not to be adjacent puts it back). The byte counters
+ * are relaxed and the bounds checked before the insert, so racing frees may
+ * pass a bound by one block each. A mapping with extra alignment is never
+ * cached (its data does not start one page after the mapping).
  */
 #include "malloc.h"
 
@@ -28,59 +48,177 @@
 static _Atomic(struct pc_huge_header *) slots[CACHE_SLOTS];
 static _Atomic size_t slot_size[CACHE_SLOTS];
 static _Atomic uint64_t slot_time[CACHE_SLOTS];
-static _Atomic size_t cached_bytes;
+static _Atomic bool slot_released[CACHE_SLOTS];
+static _Atomic size_t cached_bytes, resident_bytes;
+static _Atomic uint64_t largest_freed;
 
 size_t huge_cache_bytes(void)
 {
 	return pc_load_relaxed(&cached_bytes);
 }
 
-/* Take slot i's mapping, or NULL if another thread took it first. */
+size_t huge_cache_resident(void)
+{
+	return pc_load_relaxed(&resident_bytes);
+}
+
+/* Resident bytes the cache may hold: one block per CPU (see the top). */
+size_t huge_cache_resident_bound(void)
+{
+	size_t bound = (size_t)pc_option(PC_OPT_VM_HUGE_CACHE_KB) << 10;
+	size_t per_cpu = (size_t)pc_load_relaxed(&largest_freed) * os_cpu_count();
+	return per_cpu < bound ? per_cpu : bound;
+}
+
+/* Take slot i's range, or NULL if another thread took it first. */
 static struct pc_huge_header *take_slot(unsigned i)
 {
 	if (!pc_load_relaxed(&slots[i]))
 		return NULL;
-	/* Acquire: pairs with the put's release (the header's fields). */
+	/* Acquire: pairs with insert's release (the header's fields). */
 	struct pc_huge_header *h = pc_xchg_acquire(&slots[i], NULL);
-	if (h)
+	if (h) {
 		pc_sub_relaxed(&cached_bytes, h->map_size);
+		if (!h->released)
+			pc_sub_relaxed(&resident_bytes, h->map_size);
+	}
 	return h;
 }
 
-/* Keep the mapping of a freed huge block (header h); false if it does not
- * fit the bound or no slot is free (the caller unmaps it). */
+/* Put an owned range (header fields written) into a free slot, cached at
+ * page-clock time t; false if every slot is taken. */
+static bool insert(struct pc_huge_header *h, uint64_t t)
+{
+	h->magic = 0; /* not a live block while cached */
+	h->map_base = h;
+	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
+		if (pc_load_relaxed(&slots[i]))
+			continue;
+		pc_store_relaxed(&slot_size[i], h->map_size);
+		pc_store_relaxed(&slot_time[i], t);
+		pc_store_relaxed(&slot_released[i], h->released);
+		struct pc_huge_header *expected = NULL;
+		/* Release: a taker sees the header written before. */
+		if (pc_cas_strong_release(&slots[i], &expected, h)) {
+			pc_add_relaxed(&cached_bytes, h->map_size);
+			if (!h->released)
+				pc_add_relaxed(&resident_bytes, h->map_size);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Insert, or unmap the range when no slot is free. */
+static void insert_or_unmap(struct pc_huge_header *h, uint64_t t)
+{
+	if (!insert(h, t))
+		os_unmap(h, h->map_size);
+}
+
+/*
+ * Join h with the cached ranges right before and after it in the address
+ * space that are in the same state (both resident or both released); the
+ * joined range keeps the newest time (*t). Returns the joined range's
+ * header (the lowest address).
+ */
+static struct pc_huge_header *merge(struct pc_huge_header *h, uint64_t *t)
+{
+	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
+		char *n = (char *)pc_load_relaxed(&slots[i]);
+		size_t nsize = pc_load_relaxed(&slot_size[i]);
+		if (!n || pc_load_relaxed(&slot_released[i]) != h->released ||
+		    (n != (char *)h + h->map_size && n + nsize != (char *)h))
+			continue;
+		uint64_t nt = pc_load_relaxed(&slot_time[i]);
+		struct pc_huge_header *o = take_slot(i);
+		if (!o)
+			continue;
+		if (o->released != h->released) {
+			insert_or_unmap(o, nt); /* the slot was reused meanwhile */
+			continue;
+		}
+		if ((char *)o == (char *)h + h->map_size) {
+			h->map_size += o->map_size;
+		} else if ((char *)o + o->map_size == (char *)h) {
+			o->map_size += h->map_size;
+			h = o;
+		} else {
+			insert_or_unmap(o, nt);
+			continue;
+		}
+		*t = nt > *t ? nt : *t;
+	}
+	return h;
+}
+
+/* The cached resident range freed longest ago, or -1. */
+static int oldest_resident(void)
+{
+	int oldest = -1;
+	uint64_t when = PC_NS_NEVER;
+	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
+		if (!pc_load_relaxed(&slots[i]) || pc_load_relaxed(&slot_released[i]))
+			continue;
+		uint64_t t = pc_load_relaxed(&slot_time[i]);
+		if (t < when) {
+			when = t;
+			oldest = (int)i;
+		}
+	}
+	return oldest;
+}
+
+/* Release the pages of the oldest resident ranges (the header page stays)
+ * until the resident bytes are within the bound; the ranges stay cached. */
+static void shed_resident(void)
+{
+	size_t bound = huge_cache_resident_bound();
+	for (unsigned n = 0; n < CACHE_SLOTS && pc_load_relaxed(&resident_bytes) > bound; n++) {
+		int i = oldest_resident();
+		if (i < 0)
+			return;
+		uint64_t t = pc_load_relaxed(&slot_time[i]);
+		struct pc_huge_header *h = take_slot((unsigned)i);
+		if (!h)
+			continue;
+		if (!h->released) {
+			os_release((char *)h + PC_PAGE_SIZE, h->map_size - PC_PAGE_SIZE);
+			h->released = true;
+		}
+		insert_or_unmap(h, t);
+	}
+}
+
+/* Keep the mapping of a freed huge block (header h, pages resident); false
+ * if it does not fit the bound or no slot is free (the caller unmaps it). */
 bool huge_cache_put(struct pc_huge_header *h)
 {
 	size_t bound = (size_t)pc_option(PC_OPT_VM_HUGE_CACHE_KB) << 10;
 	if (h->align > PC_PAGE_SIZE || pc_option(PC_OPT_VM_RELEASE_DELAY_MS) == 0)
 		return false;
-	if (pc_add_relaxed(&cached_bytes, h->map_size) + h->map_size > bound) {
-		pc_sub_relaxed(&cached_bytes, h->map_size);
+	if (pc_load_relaxed(&cached_bytes) + h->map_size > bound)
 		return false;
+	pc_max_relaxed(&largest_freed, h->map_size);
+	uint64_t t = pc_page_clock_ns();
+	h->released = false;
+	h = merge(h, &t);
+	if (!insert(h, t)) {
+		os_unmap(h, h->map_size); /* merged ranges included: now ours */
+		return true;
 	}
-	h->magic = 0; /* not a live block while cached */
-	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		if (pc_load_relaxed(&slots[i]))
-			continue;
-		pc_store_relaxed(&slot_size[i], h->map_size);
-		pc_store_relaxed(&slot_time[i], pc_page_clock_ns());
-		struct pc_huge_header *expected = NULL;
-		/* Release: a taker sees the header written before. */
-		if (pc_cas_strong_release(&slots[i], &expected, h))
-			return true;
-	}
-	pc_sub_relaxed(&cached_bytes, h->map_size);
-	return false;
+	shed_resident();
+	return true;
 }
 
-/* The slot with the best fit for `need` bytes of mapping (see the top), or
- * -1 when the cache looks empty. */
-static int best_slot(size_t need)
+/* The best fit for `need` bytes among ranges in state `released` (see the
+ * top), or -1 when there looks to be none. */
+static int best_slot(size_t need, bool released)
 {
 	int best = -1, below = -1;
 	size_t best_size = SIZE_MAX, below_size = 0;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		if (!pc_load_relaxed(&slots[i]))
+		if (!pc_load_relaxed(&slots[i]) || pc_load_relaxed(&slot_released[i]) != released)
 			continue;
 		size_t s = pc_load_relaxed(&slot_size[i]);
 		if (s >= need && s < best_size) {
@@ -94,8 +232,9 @@ static int best_slot(size_t need)
 	return best >= 0 ? best : below;
 }
 
-/* Fit a cached mapping h to exactly `need` bytes: unmap a tail beyond an
- * eighth too many, or grow it with mremap. NULL (h unmapped) on failure. */
+/* Fit a cached range h to `need` bytes: split off a tail beyond an eighth
+ * too many (cached again, in h's state), or grow it with mremap. NULL (h
+ * unmapped) on failure. */
 static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need)
 {
 	size_t have = h->map_size;
@@ -108,7 +247,12 @@ static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need)
 		h = n;
 		have = need;
 	} else if (have - need > need / 8) {
-		os_unmap((char *)h + need, have - need);
+		struct pc_huge_header *tail = (void *)((char *)h + need);
+		tail->map_size = have - need;
+		tail->align = PC_PAGE_SIZE;
+		tail->lent = false;
+		tail->released = h->released;
+		insert_or_unmap(tail, pc_page_clock_ns());
 		have = need;
 	}
 	h->map_base = h;
@@ -121,7 +265,9 @@ static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need)
 struct pc_huge_header *huge_cache_take(size_t need)
 {
 	for (int tries = 0; tries < 4; tries++) {
-		int i = best_slot(need);
+		int i = best_slot(need, false);
+		if (i < 0)
+			i = best_slot(need, true);
 		if (i < 0)
 			return NULL;
 		struct pc_huge_header *h = take_slot((unsigned)i);

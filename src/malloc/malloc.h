@@ -10,7 +10,9 @@
  *          when the pages after it are free;
  *   huge   beyond: a mapping of its own with one header page in front,
  *          cached for reuse after free (under the release delay, bounded
- *          in bytes), then unmapped; resized with mremap. When the OS
+ *          in bytes; best fit, split and merged, resident up to one block
+ *          per CPU, the rest kept as address space), then unmapped;
+ *          resized with mremap. When the OS
  *          refuses the mapping, a range of free pages of a region, lent by
  *          the page allocator (same layout; never unmapped or remapped).
  *
@@ -71,6 +73,7 @@ struct pc_huge_header {
 	size_t align;        /* alignment asked for (PC_PAGE_SIZE if none) */
 	bool recycled;       /* from the cache: contents not zero */
 	bool lent;           /* a range lent by the page allocator (huge.c) */
+	bool released;       /* cached with its data pages given back (huge_cache.c) */
 };
 
 /* "init.c" */
@@ -103,13 +106,17 @@ const struct pc_huge_header *huge_header(const void *p);
 size_t huge_bytes_mapped(void);
 size_t huge_count(void);
 bool huge_recycled(const void *p);
-/* "huge_cache.c": freed mappings kept for reuse (see the file). take
- * returns a mapping of exactly `need` bytes, header unwritten, or NULL. */
+/* "huge_cache.c": freed mappings kept for reuse (see the file). put is
+ * false when the caller must unmap h itself; take returns a mapping of
+ * exactly `need` bytes, header unwritten, or NULL. bytes: address space
+ * cached; resident: the part of it not released; bound: the most resident. */
 bool huge_cache_put(struct pc_huge_header *h);
 struct pc_huge_header *huge_cache_take(size_t need);
 size_t huge_cache_expire(void);
 size_t huge_cache_flush(void);
 size_t huge_cache_bytes(void);
+size_t huge_cache_resident(void);
+size_t huge_cache_resident_bound(void);
 /* "huge_table.c": the set of live huge blocks (user pointers). insert fails
  * when the table cannot be mapped or is locally full. */
 bool huge_table_insert(const void *p);

@@ -8,7 +8,7 @@
  * no verdict depends on timing.
  *
  *  reuse_no_faults   20 MiB touched and freed, then 18 MiB: the same mapping
- *                    comes back (split: the tail beyond 1/8 is unmapped), and
+ *                    comes back whole (2 MiB over is within 1/8), and
  *                    touching it takes (almost) no minor faults (getrusage).
  *  calloc_clears     calloc of a recycled mapping reads zero.
  *  expires           past the delay the next huge free unmaps what is cached.
