@@ -26,6 +26,8 @@
  */
 #include "malloc.h"
 
+#define HUGE_THP_SIZE ((size_t)2 << 20) /* a transparent huge page (x86-64) */
+
 static _Atomic size_t huge_mapped, huge_blocks;
 
 size_t huge_bytes_mapped(void) { return pc_load_relaxed(&huge_mapped); }
@@ -57,16 +59,30 @@ static void give_back(struct pc_huge_header *h, size_t size)
 	}
 }
 
-/* A new mapping for `data` bytes aligned to align, with its header page in
- * front; map_base and map_size set. NULL if the OS refuses. */
+/*
+ * A new mapping for `data` bytes aligned to align, with its header page in
+ * front; map_base and map_size set. NULL if the OS refuses. With
+ * vm.huge_thp (and no extra alignment) the mapping starts on a 2 MiB
+ * boundary and asks for transparent huge pages, so that touching a block
+ * takes one fault per 2 MiB instead of one per page (docs/huge.md); when the
+ * 2 MiB of slack this needs are refused, the mapping is tried without.
+ */
 static struct pc_huge_header *map_new(size_t data, size_t align)
 {
-	size_t slack = align > PC_PAGE_SIZE ? align : 0;
+	size_t thp = align == PC_PAGE_SIZE && data >= HUGE_THP_SIZE &&
+		     pc_option(PC_OPT_VM_HUGE_THP) ? HUGE_THP_SIZE : 0;
+	size_t slack = align > PC_PAGE_SIZE ? align : thp;
 	size_t total = PC_PAGE_SIZE + data + slack;
 	char *raw = os_map(total, PC_PAGE_SIZE);
+	if (!raw && thp) {
+		thp = slack = 0;
+		total = PC_PAGE_SIZE + data;
+		raw = os_map(total, PC_PAGE_SIZE);
+	}
 	if (!raw)
 		return NULL;
-	char *user = (char *)pc_align_up((uintptr_t)raw + PC_PAGE_SIZE, align);
+	char *user = thp ? (char *)pc_align_up((uintptr_t)raw, thp) + PC_PAGE_SIZE
+			 : (char *)pc_align_up((uintptr_t)raw + PC_PAGE_SIZE, align);
 	char *base = user - PC_PAGE_SIZE;
 	if (base > raw)
 		os_unmap(raw, (size_t)(base - raw));
@@ -76,6 +92,8 @@ static struct pc_huge_header *map_new(size_t data, size_t align)
 	h->map_base = base;
 	h->map_size = PC_PAGE_SIZE + data;
 	h->lent = false;
+	if (thp)
+		os_advise_hugepage(base, h->map_size); /* a hint: failure is harmless */
 	return h;
 }
 

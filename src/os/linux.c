@@ -244,6 +244,12 @@ int os_release_lazy(void *p, size_t size)
 	return madvise(p, size, MADV_DONTNEED);
 }
 
+int os_advise_hugepage(void *p, size_t size)
+{
+	pc_assert(((uintptr_t)p & (PC_PAGE_SIZE - 1)) == 0);
+	return madvise(p, size, MADV_HUGEPAGE);
+}
+
 /*
  * mbind(MPOL_PREFERRED) with a one-word node mask. The kernel drops one bit
  * of maxnode (a historical off-by-one kept for compatibility), so a 64-bit

@@ -42,6 +42,10 @@ int os_release(void *p, size_t size);
  * their contents are undefined (old data or zeroes). Falls back to
  * os_release where the kernel lacks MADV_FREE. Returns 0 or -1. */
 int os_release_lazy(void *p, size_t size);
+/* Ask for transparent huge pages on [p, p+size) (madvise MADV_HUGEPAGE;
+ * the kernel backs 2 MiB-aligned parts with huge pages where it can when
+ * THP is "madvise" or "always"). Returns 0 or -1 (EINVAL: no THP). */
+int os_advise_hugepage(void *p, size_t size);
 /* Bind [p, p+size) to NUMA node `node` (mbind MPOL_PREFERRED). 0 or -1. */
 int os_bind_node(void *p, size_t size, unsigned node);
 /* Physical memory of the machine in bytes (sysconf). */
