@@ -1,0 +1,108 @@
+/*
+ * tests/unit/malloc/huge_thp.c - huge mappings for transparent huge pages
+ * (vm.huge_thp, malloc/huge.c map_new).
+ *
+ * Whether the kernel really backs a range with huge pages depends on the
+ * machine (its THP setting, free 2 MiB pages), so that is not checked here;
+ * what pcmalloc does is:
+ *
+ *  aligned          vm.huge_thp=1: a new huge block's mapping (its header
+ *                   page) starts on a 2 MiB boundary; the block is usable
+ *                   to its last byte.
+ *  off              vm.huge_thp=0: blocks still work (any page alignment).
+ *  slack_refused    in a child under RLIMIT_AS that leaves room for the
+ *                   block but not for the 2 MiB of alignment slack: the
+ *                   mapping is tried again without it and malloc succeeds.
+ */
+#define _GNU_SOURCE
+#include "test.h"
+
+#include "malloc/malloc.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MiB ((size_t)1 << 20)
+#define THP (2 * MiB)
+
+static const struct pc_huge_header *header_of(void *p)
+{
+	return huge_header(p);
+}
+
+TEST(aligned)
+{
+	REQUIRE(pc_malloc_init());
+	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 1, false) == 0);
+	pc_trim(); /* nothing cached: the blocks below are new mappings */
+	for (size_t mb = 5; mb <= 40; mb += 7) {
+		char *p = pc_malloc(mb * MiB + 123);
+		REQUIRE(p != NULL);
+		const struct pc_huge_header *h = header_of(p);
+		REQUIRE(h != NULL);
+		CHECK_EQ((uintptr_t)h->map_base % THP, 0);
+		CHECK(p == (char *)h->map_base + PC_PAGE_SIZE);
+		p[0] = 1;
+		p[mb * MiB + 122] = 2;
+		CHECK(pc_malloc_usable_size(p) >= mb * MiB + 123);
+		pc_free(p);
+		pc_trim();
+	}
+}
+
+TEST(off)
+{
+	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 0, false) == 0);
+	char *p = pc_malloc(9 * MiB);
+	REQUIRE(p != NULL);
+	memset(p, 5, 9 * MiB);
+	CHECK_EQ(p[9 * MiB - 1], 5);
+	pc_free(p);
+	pc_trim();
+	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 1, false) == 0);
+}
+
+static size_t vm_size(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	REQUIRE(f != NULL);
+	unsigned long pages = 0;
+	REQUIRE(fscanf(f, "%lu", &pages) == 1);
+	fclose(f);
+	return pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+TEST(slack_refused)
+{
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		pc_trim();
+		size_t block = 64 * MiB;
+		/* Room for the block and its header page plus 1 MiB: not for
+		 * the 2 MiB of slack an aligned mapping maps first. */
+		struct rlimit rl = { vm_size() + block + PC_PAGE_SIZE + MiB, 0 };
+		rl.rlim_max = rl.rlim_cur;
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			_exit(3);
+		char *p = pc_malloc(block);
+		if (!p)
+			_exit(4);
+		p[0] = p[block - 1] = 1;
+		pc_free(p);
+		_exit(0);
+	}
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+}
+
+int main(void)
+{
+	RUN(aligned);
+	RUN(off);
+	RUN(slack_refused);
+	return test_report();
+}
