@@ -70,6 +70,15 @@ size_t huge_cache_resident_bound(void)
 	return per_cpu < bound ? per_cpu : bound;
 }
 
+/* Add (sign 1) or take away (-1) a range's bytes from the counters. */
+static void count(size_t size, bool released, int sign)
+{
+	size_t d = sign > 0 ? size : -size; /* unsigned wrap: subtraction */
+	pc_add_relaxed(&cached_bytes, d);
+	if (!released)
+		pc_add_relaxed(&resident_bytes, d);
+}
+
 /* Take slot i's range, or NULL if another thread took it first. */
 static struct pc_huge_header *take_slot(unsigned i)
 {
@@ -77,34 +86,36 @@ static struct pc_huge_header *take_slot(unsigned i)
 		return NULL;
 	/* Acquire: pairs with insert's release (the header's fields). */
 	struct pc_huge_header *h = pc_xchg_acquire(&slots[i], NULL);
-	if (h) {
-		pc_sub_relaxed(&cached_bytes, h->map_size);
-		if (!h->released)
-			pc_sub_relaxed(&resident_bytes, h->map_size);
-	}
+	if (h)
+		count(h->map_size, h->released, -1);
 	return h;
 }
 
-/* Put an owned range (header fields written) into a free slot, cached at
- * page-clock time t; false if every slot is taken. */
+/*
+ * Put an owned range (header fields written) into a free slot, cached at
+ * page-clock time t; false if every slot is taken. Once the compare-and-swap
+ * has published it, another thread may take it and change its header, so
+ * its size and state are read before, and counted before (a taker's
+ * subtraction must not come first).
+ */
 static bool insert(struct pc_huge_header *h, uint64_t t)
 {
+	size_t size = h->map_size;
+	bool released = h->released;
 	h->magic = 0; /* not a live block while cached */
 	h->map_base = h;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
 		if (pc_load_relaxed(&slots[i]))
 			continue;
-		pc_store_relaxed(&slot_size[i], h->map_size);
+		pc_store_relaxed(&slot_size[i], size);
 		pc_store_relaxed(&slot_time[i], t);
-		pc_store_relaxed(&slot_released[i], h->released);
+		pc_store_relaxed(&slot_released[i], released);
+		count(size, released, 1);
 		struct pc_huge_header *expected = NULL;
 		/* Release: a taker sees the header written before. */
-		if (pc_cas_strong_release(&slots[i], &expected, h)) {
-			pc_add_relaxed(&cached_bytes, h->map_size);
-			if (!h->released)
-				pc_add_relaxed(&resident_bytes, h->map_size);
+		if (pc_cas_strong_release(&slots[i], &expected, h))
 			return true;
-		}
+		count(size, released, -1);
 	}
 	return false;
 }

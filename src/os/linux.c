@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -209,6 +210,31 @@ void os_unmap(void *p, size_t size)
 	errno = saved;
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define OS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define OS_TSAN 1
+#endif
+#endif
+
+#ifdef OS_TSAN
+/* ThreadSanitizer does not intercept mremap (google/sanitizers#1099): pages
+ * it moves or adds keep the shadow of whatever was at their new address
+ * before, which it then reports as races with the new owner. So in TSan
+ * builds a mapping grows by a new mapping (whose shadow mmap's interceptor
+ * resets), a copy and an unmap; it always moves. */
+static void *remap_grow_copy(void *p, size_t old_size, size_t new_size)
+{
+	void *q = mmap(NULL, new_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q == MAP_FAILED)
+		return MAP_FAILED;
+	memcpy(q, p, old_size);
+	munmap(p, old_size);
+	return q;
+}
+#endif
+
 void *os_remap(void *p, size_t old_size, size_t new_size)
 {
 	pc_assert(((uintptr_t)p & (PC_PAGE_SIZE - 1)) == 0);
@@ -217,7 +243,12 @@ void *os_remap(void *p, size_t old_size, size_t new_size)
 		return NULL;
 	}
 	int saved = errno;
+#ifdef OS_TSAN
+	void *q = new_size > old_size ? remap_grow_copy(p, old_size, new_size)
+				      : mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+#else
 	void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+#endif
 	if (q == MAP_FAILED) {
 		errno = ENOMEM;
 		return NULL;
