@@ -62,23 +62,23 @@ static void give_back(struct pc_huge_header *h, size_t size)
 /*
  * A new mapping for `data` bytes aligned to align, with its header page in
  * front; map_base and map_size set. NULL if the OS refuses. With
- * vm.huge_thp (and no extra alignment) the mapping starts on a 2 MiB
- * boundary and asks for transparent huge pages, so that touching a block
- * takes one fault per 2 MiB instead of one per page (docs/huge.md); when the
- * 2 MiB of slack this needs are refused, the mapping is tried without.
+ * vm.huge_thp (and no extra alignment; `thp_ok`) the mapping starts on a
+ * 2 MiB boundary and asks for transparent huge pages, so that touching a
+ * block takes one fault per 2 MiB instead of one per page (docs/huge.md);
+ * map_refused tries again without, in case the 2 MiB of slack this needs
+ * were what the OS refused.
  */
-static struct pc_huge_header *map_new(size_t data, size_t align)
+static bool thp_wanted(size_t data, size_t align)
 {
-	size_t thp = align == PC_PAGE_SIZE && data >= HUGE_THP_SIZE &&
-		     pc_option(PC_OPT_VM_HUGE_THP) ? HUGE_THP_SIZE : 0;
+	return align == PC_PAGE_SIZE && data >= HUGE_THP_SIZE && pc_option(PC_OPT_VM_HUGE_THP);
+}
+
+static struct pc_huge_header *map_new(size_t data, size_t align, bool thp_ok)
+{
+	size_t thp = thp_ok && thp_wanted(data, align) ? HUGE_THP_SIZE : 0;
 	size_t slack = align > PC_PAGE_SIZE ? align : thp;
 	size_t total = PC_PAGE_SIZE + data + slack;
 	char *raw = os_map(total, PC_PAGE_SIZE);
-	if (!raw && thp) {
-		thp = slack = 0;
-		total = PC_PAGE_SIZE + data;
-		raw = os_map(total, PC_PAGE_SIZE);
-	}
 	if (!raw)
 		return NULL;
 	char *user = thp ? (char *)pc_align_up((uintptr_t)raw, thp) + PC_PAGE_SIZE
@@ -99,7 +99,8 @@ static struct pc_huge_header *map_new(size_t data, size_t align)
 
 /*
  * The OS refused a mapping (a limit on address space): give back the address
- * space we may and try again, then borrow. The per-CPU page lists are
+ * space we may and try again (without the slack of a THP-aligned mapping),
+ * then borrow. The per-CPU page lists are
  * drained first, so that their pages coalesce into wholly free regions,
  * which the page allocator then unmaps (pc_page_unmap_free), and the cached
  * huge mappings go too. Only then is a free range of a region lent (its
@@ -115,7 +116,7 @@ static PC_NOINLINE struct pc_huge_header *map_refused(size_t data, size_t align,
 		pc_page_drain_all();
 		size_t given_back = pc_page_unmap_free();
 		given_back += huge_cache_flush();
-		h = given_back ? map_new(data, align) : NULL;
+		h = given_back || thp_wanted(data, align) ? map_new(data, align, false) : NULL;
 	}
 	if (!h && align == PC_PAGE_SIZE) {
 		h = lend_new(data, fresh);
@@ -140,7 +141,7 @@ void *huge_alloc(size_t size, size_t align)
 		h->lent = false;
 	} else {
 		bool fresh = true;
-		h = map_new(data, align);
+		h = map_new(data, align, true);
 		if (!h)
 			h = map_refused(data, align, &fresh);
 		if (!h)
