@@ -60,8 +60,10 @@
  * also bounded, so that it never lifts the zone's footprint (in use + dirty
  * free) above the most it had in use in the last two windows of a quarter
  * delay each (release.c, bound_pages):
- * above max(vm.release_watermark_kb, a quarter of the memory in use, that
- * recent peak of use less the use now) the oldest blocks go at once.
+ * above max(vm.release_watermark_kb, a quarter of the memory in use, and,
+ * only while vm.release_thread is on, that recent peak of use less the use
+ * now) the oldest blocks go at once. Without the thread an idle program runs
+ * no pass, so the peak's part would keep its memory for good.
  * pc_page_trim releases all.
  * Free runs of the run heap (below) are released by the same passes once
  * they have stayed free for the delay (by age only, run.c).

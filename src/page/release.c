@@ -19,8 +19,9 @@
  * pages that then age here; the page layer never calls up otherwise. A pass releases every block freed more than the
  * delay ago, oldest first, and, whatever its age, what exceeds the bound
  * (bound_pages: max(vm.release_watermark_kb, a quarter of the zone's memory
- * in use, its recent peak of use less the use now)), so that the pool of
- * free resident memory never lifts the footprint above a recent peak.
+ * in use, and, with the background thread on, its recent peak of use less
+ * the use now)), so that the pool of free resident memory never lifts the
+ * footprint above a recent peak.
  *
  * Each pass also lets the per-CPU lists of the zone decay (pcp_decay in
  * pcp.c), so that what a CPU no longer cycles reaches the zone and ages here,
@@ -77,13 +78,20 @@ static uint64_t delay_ns(void)
  * were resident at the peak. Free memory that cannot be reused (fragments
  * too small for what is asked next) still goes at once as soon as new memory
  * is taken beside it: the footprint then passes the peak. Memory that stays
- * free goes after the delay, by age.
+ * free goes after the delay, by age. The peak's part counts only while
+ * vm.release_thread is on: without the thread a program that frees at its
+ * peak and then makes no call would keep all of it (no pass ever runs), so
+ * the bound is then the watermark and the quarter alone, and what exceeds
+ * them goes at once.
  */
 static size_t bound_pages(const struct pc_zone *z, size_t used_pages)
 {
 	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
+	size_t floor = PC_MAX(mark, used_pages / 4);
+	if (!pc_option(PC_OPT_VM_RELEASE_THREAD))
+		return floor; /* no thread: nothing would release the peak's part in an idle program */
 	size_t peak = pc_load_relaxed(&((struct pc_zone *)(uintptr_t)z)->peak_hint);
-	return PC_MAX(PC_MAX(mark, used_pages / 4), peak > used_pages ? peak - used_pages : 0);
+	return PC_MAX(floor, peak > used_pages ? peak - used_pages : 0);
 }
 
 /*

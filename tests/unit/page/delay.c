@@ -17,7 +17,9 @@
  *                       the delay it releases all of it, RSS falls, and the
  *                       next touch faults every page in again.
  *  delay_zero           vm.release_delay_ms=0 set live: each free releases.
- *  bound_oldest_first   watermark 8 MiB, 64 MiB freed: kept while the peak of
+ *  bound_oldest_first   vm.release_thread on (the option only: the bound then
+ *                       has its peak part), watermark 8 MiB, 64 MiB freed:
+ *                       kept while the peak of
  *                       use counts (the footprint stays within it); two
  *                       passes a quarter delay apart later, the zone keeps at
  *                       most the bound, and what it released is the oldest.
@@ -66,6 +68,7 @@ static void reset(void)
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS);
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1L << 20);
 	set_opt(PC_OPT_VM_RELEASE_ADVICE, 0);
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
 	pc_page_trim();
 	REQUIRE(dirty_pages_total(false) == 0);
 }
@@ -125,6 +128,7 @@ TEST(bound_oldest_first)
 {
 	reset();
 	alloc_touch(0x66);
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 1); /* the bound's peak part (no thread starts here) */
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192); /* bound: 2048 pages */
 	for (int i = 0; i < NBLOCKS; i++) {
 		pc_page_clock_advance(1000000); /* 1 ms apart: a strict age order */

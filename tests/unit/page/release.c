@@ -1,7 +1,14 @@
 /*
  * tests/unit/page/release.c - free memory goes back to the OS.
  *
- *  (a) vm.release_watermark_kb = 8 MiB and a delay of an hour: 256 MiB of
+ *  (a0) Without the background thread (vm.release_thread=0, the default),
+ *      the bound has no peak part: 256 MiB of touched blocks freed with the
+ *      watermark at 8 MiB and a delay of an hour go back at once, down to
+ *      the watermark, before any pass: a program that goes idle right after
+ *      its frees makes no call that would run one.
+ *  (a) vm.release_thread=1 (the option only: the page layer alone never
+ *      starts the thread, malloc's slow paths do), vm.release_watermark_kb =
+ *      8 MiB and a delay of an hour: 256 MiB of
  *      touched order-PC_MAX_ORDER blocks freed. The footprint stays within
  *      the recent peak of use, so all of it is kept (resident) at first; a
  *      pass a quarter delay later (the peak's window rolls) still keeps it;
@@ -76,8 +83,31 @@ static size_t used_pages_total(void)
 	return used;
 }
 
+TEST(released_at_once_without_thread)
+{
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 0, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_DELAY_MS, 3600000, false) == 0);
+	size_t r0 = os_resident_bytes();
+	REQUIRE(r0 > 0);
+	alloc_touch(256 * MiB, 0x22);
+	size_t r1 = os_resident_bytes();
+	CHECK(r1 >= r0 + 250 * MiB);
+	free_blocks();
+	/* No pass, no clock moved: the frees themselves released. */
+	CHECK(dirty_pages_total(false) <= 2048 + (BLOCK >> PC_PAGE_SHIFT));
+	size_t r2 = os_resident_bytes();
+	CHECK(r2 + 200 * MiB <= r1);
+	if (r2 + 200 * MiB > r1)
+		fprintf(stderr, "  resident %zu MiB touched, %zu MiB after the frees\n",
+			r1 / MiB, r2 / MiB);
+	CHECK(pc_page_check());
+	pc_page_trim();
+}
+
 TEST(release_at_watermark)
 {
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 1, false) == 0); /* the peak part */
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192, false) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_DELAY_MS, 3600000, false) == 0);
 	size_t r0 = os_resident_bytes();
@@ -111,6 +141,7 @@ TEST(release_at_watermark)
 TEST(fragments_released_past_peak)
 {
 	static char *pieces[PIECES];
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 1, false) == 0); /* the peak part */
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192, false) == 0);
 	pc_page_trim();
 	pc_page_clock_advance(QUARTER_DELAY_NS); /* two passes: no old peak left */
@@ -233,6 +264,7 @@ TEST(released_memory_is_zero)
 int main(void)
 {
 	pc_page_init();
+	RUN(released_at_once_without_thread);
 	RUN(release_at_watermark);
 	RUN(fragments_released_past_peak);
 	RUN(trim_above_high_watermark);
