@@ -56,7 +56,7 @@
 	  "how pages go back: 0 = madvise(MADV_DONTNEED), 1 = MADV_FREE")          \
 	X(VM_HUGE_CACHE_KB, "vm.huge_cache_kb", 262144, 0, 1L << 40, 1,            \
 	  "freed huge mappings kept for reuse within the release delay, at most")  \
-	X(VM_HUGE_THP, "vm.huge_thp", 1, 0, 1, 1,                                  \
+	X(VM_HUGE_THP, "vm.huge_thp", 0, 0, 1, 1,                                   \
 	  "1 = huge blocks start on a 2 MiB boundary with MADV_HUGEPAGE")          \
 	X(LOCK_KIND, "lock.kind", 3, 0, 3, 0,                                      \
 	  "kind of zone lock and list_lock: spin, ticket, mcs, mutex")             \

@@ -25,7 +25,8 @@
  *    threads (bench_huge at 16 threads on 2 CPUs: docs/huge.md). Beyond it
  *    the oldest resident ranges are released, their address space kept.
  *  - A range cached longer than the delay is unmapped by the next huge malloc
- *    or free, the release thread (through pc_page_release_hook) or pc_trim;
+ *    or free, the release thread (the hook malloc/init.c adds with
+ *    pc_page_release_hook_add) or pc_trim;
  *    all of them go at once on pc_trim and before an allocation fails for
  *    lack of memory (malloc_reclaim), so under `ulimit -v` the address space
  *    is given back.

@@ -132,6 +132,14 @@ void pc_malloc_classes_create(void)
 		make_every_class();
 }
 
+/* Each pass of the page layer's release thread (vm.release_thread) expires
+ * the huge mappings cached longer than the delay, so that an idle program
+ * gives them back too (a huge malloc or free does it otherwise). */
+static void huge_release_hook(void)
+{
+	huge_cache_expire();
+}
+
 static bool malloc_init_once(void)
 {
 	int saved = errno;
@@ -141,6 +149,8 @@ static bool malloc_init_once(void)
 	 * the size classes before any cache the program creates. */
 	bool ok = pc_page_try_init() &&
 		  (pc_sheaf_mode() != PC_SHEAF_MODE_THREAD || make_every_class());
+	if (ok && !pc_page_release_hook_add(huge_release_hook))
+		pc_message("malloc: no release hook slot left; the release thread will not expire cached huge blocks");
 	errno = ok ? saved : ENOMEM;
 	return ok;
 }

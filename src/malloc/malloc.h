@@ -9,7 +9,7 @@
  *          (seed 002); realloc shrinks it in place, and grows it in place
  *          when the pages after it are free;
  *   huge   beyond: a mapping of its own with one header page in front
- *          (on a 2 MiB boundary, with MADV_HUGEPAGE, under vm.huge_thp),
+ *          (on a 2 MiB boundary, with MADV_HUGEPAGE, if vm.huge_thp = 1),
  *          cached for reuse after free (under the release delay, bounded
  *          in bytes; best fit, split and merged, resident up to one block
  *          per CPU, the rest kept as address space), then unmapped;

@@ -423,13 +423,17 @@ void pc_page_release_thread_poll(void);
  * has finished (for tests: a pass that starts after a change sees it). */
 bool pc_page_release_thread_running(void);
 uint64_t pc_page_release_thread_passes(void);
-/* The release thread's pass hook: one function of a layer above (the slab
- * layer registers its decay, sheaf_decay.c) that each pass of the background
- * thread calls first, with no lock held, so that an idle program's sheaves
- * and empty slabs come back to the page allocator, where the same passes
- * then release them after the delay. The page layer never calls up but
- * through this pointer. NULL (the start) = none; the last call wins. */
-void pc_page_release_hook_set(void (*hook)(void));
+/* The release thread's pass hooks: functions of the layers above (the slab
+ * layer's decay, sheaf_decay.c; malloc's expiry of cached huge mappings,
+ * malloc/init.c) that each pass of the background thread calls first, in
+ * the order they were added, with no lock held, so that an idle program's
+ * sheaves, empty slabs and cached huge blocks come back to the page
+ * allocator or the OS, where the same passes then release them after the
+ * delay. The page layer never calls up but through these pointers. Each
+ * layer adds its hook once, at start-up; false when all
+ * PC_PAGE_RELEASE_HOOKS slots are taken. */
+#define PC_PAGE_RELEASE_HOOKS 4
+bool pc_page_release_hook_add(void (*hook)(void));
 /* One pass of the release thread's loop: the hook, then pc_page_release_due.
  * Returns the bytes released. Tests call it to drive the thread's work
  * without the thread (and without sleeps). */

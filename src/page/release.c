@@ -269,20 +269,34 @@ size_t pc_page_release_due(void)
 static _Atomic uint32_t thread_state, thread_wake;
 static _Atomic uint64_t retry_ns;
 static _Atomic uint64_t thread_passes; /* passes the thread has finished */
-/* The pass hook of a layer above (pc_page_release_hook_set). Release/acquire:
- * the layer's state set up before it registered is seen by the thread. */
-static void (*_Atomic release_hook)(void);
+/* The pass hooks of the layers above (pc_page_release_hook_add), in the
+ * order they were added. An adder claims a slot by compare-and-swap of
+ * hook_count, then publishes the pointer with a release store: a pass
+ * (acquire) that sees it sees the layer's state set up before it added the
+ * hook; a claimed slot whose pointer is not written yet reads NULL and is
+ * skipped this pass. */
+static void (*_Atomic release_hooks[PC_PAGE_RELEASE_HOOKS])(void);
+static _Atomic unsigned hook_count;
 
-void pc_page_release_hook_set(void (*hook)(void))
+bool pc_page_release_hook_add(void (*hook)(void))
 {
-	pc_store_release(&release_hook, hook);
+	unsigned n = pc_load_relaxed(&hook_count);
+	do {
+		if (n >= PC_PAGE_RELEASE_HOOKS)
+			return false;
+	} while (!pc_cas_weak_relaxed(&hook_count, &n, n + 1)); /* the slot only: the store below publishes */
+	pc_store_release(&release_hooks[n], hook);
+	return true;
 }
 
 size_t pc_page_release_thread_pass(void)
 {
-	void (*hook)(void) = pc_load_acquire(&release_hook);
-	if (hook)
-		hook(); /* first: what it gives back ages from this pass on */
+	unsigned n = PC_MIN(pc_load_relaxed(&hook_count), (unsigned)PC_PAGE_RELEASE_HOOKS);
+	for (unsigned i = 0; i < n; i++) {
+		void (*hook)(void) = pc_load_acquire(&release_hooks[i]);
+		if (hook)
+			hook(); /* first: what it gives back ages from this pass on */
+	}
 	return pc_page_release_due();
 }
 

@@ -31,7 +31,7 @@
  * pc_slab_decay_pass() at once (tests). The page layer's background release
  * thread (vm.release_thread=1) calls pc_slab_decay at the start of each of
  * its passes, through the hook sheaf_decay_init registers
- * (pc_page_release_hook_set, page.h: the page layer does not call up), so
+ * (pc_page_release_hook_add, page.h: the page layer does not call up), so
  * that a process that stops allocating altogether decays too: its sheaves
  * go within two decay intervals of their last use, their slabs with them,
  * and the pages vm.release_delay_ms after that. Without the thread such a
@@ -149,5 +149,5 @@ static void release_thread_hook(void)
 
 void sheaf_decay_init(void)
 {
-	pc_page_release_hook_set(release_thread_hook);
+	pc_page_release_hook_add(release_thread_hook);
 }

@@ -96,7 +96,7 @@
  *   the sheaves and barns unchanged since the previous pass (flush_cpus with
  *   idle_only, the registry's entries, barn_decay), and shrink the slabs of
  *   caches left with no sheaf; from the slow paths and, through the hook
- *   registered with the page layer (pc_page_release_hook_set), from each
+ *   registered with the page layer (pc_page_release_hook_add), from each
  *   pass of the background release thread (vm.release_thread). A pass
  *   holds slab_mutex from start to end (tried from the slow paths, waited
  *   for by the release thread), as do the walker (pc_cache_check) and
@@ -1069,7 +1069,7 @@ unsigned sheaf_decay_threads(void);
 unsigned sheaf_threads_decay(void); /* "sheaf_thread.c" */
 void sheaf_decay_poll(void);        /* "sheaf_decay.c" */
 /* From slab_init: registers the decay as the page layer's release-thread
- * hook (pc_page_release_hook_set), so idle programs decay too. */
+ * hook (pc_page_release_hook_add), so idle programs decay too. */
 void sheaf_decay_init(void);
 /* Whether any CPU (rseq) or live thread (thread mode) holds a sheaf of s, or
  * a barn of s holds one: a racy look, for the decay's "is s idle". */

@@ -12,6 +12,10 @@
  *                    touching it takes (almost) no minor faults (getrusage).
  *  calloc_clears     calloc of a recycled mapping reads zero.
  *  expires           past the delay the next huge free unmaps what is cached.
+ *  expires_idle      past the delay one pass of the release thread
+ *                    (pc_page_release_thread_pass, what the thread runs)
+ *                    unmaps what is cached, with no huge malloc or free
+ *                    after it: an idle program gives its huge blocks back.
  *  bounded           vm.huge_cache_kb below the block: it is unmapped at free.
  *  trim_flushes      pc_trim unmaps everything cached.
  *  oom_flushes       in a child under RLIMIT_AS (its address space + 128 MiB),
@@ -92,6 +96,21 @@ TEST(expires)
 	pc_trim();
 }
 
+TEST(expires_idle)
+{
+	char *a = pc_malloc(10 * MiB);
+	REQUIRE(a);
+	touch(a, 10 * MiB, 7);
+	pc_free(a);
+	CHECK(huge_cache_bytes() >= 10 * MiB);
+	pc_page_release_thread_pass(); /* not yet due: kept */
+	CHECK(huge_cache_bytes() >= 10 * MiB);
+	pc_page_clock_advance((uint64_t)3600000 * 1000000u + 1000000);
+	pc_page_release_thread_pass();
+	CHECK_EQ(huge_cache_bytes(), 0);
+	pc_trim();
+}
+
 TEST(bounded)
 {
 	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_CACHE_KB, 16 * 1024, false) == 0);
@@ -152,6 +171,7 @@ int main(void)
 	RUN(reuse_no_faults);
 	RUN(calloc_clears);
 	RUN(expires);
+	RUN(expires_idle);
 	RUN(bounded);
 	RUN(trim_flushes);
 	RUN(oom_flushes);

@@ -1,7 +1,7 @@
 /*
  * tests/unit/slab/idle_release.c - an idle program gives its cached objects
  * back: the page layer's release thread runs the slab layer's decay (the
- * hook of pc_page_release_hook_set), so sheaves and barns go back to the
+ * hook of pc_page_release_hook_add), so sheaves and barns go back to the
  * slabs, the idle caches' empty slabs to the page allocator, and their pages
  * to the OS; and a fork child gets back the thread-mode sheaves of the
  * parent's other threads. Runs with rseq, on the per-thread fallback
