@@ -118,6 +118,7 @@ size_t huge_cache_flush(void);
 size_t huge_cache_bytes(void);
 size_t huge_cache_resident(void);
 size_t huge_cache_resident_bound(void);
+extern _Atomic unsigned pc_huge_cache_test_cpus PC_HIDDEN; /* tests only: 0 = os_cpu_count() */
 /* "huge_table.c": the set of live huge blocks (user pointers). insert fails
  * when the table cannot be mapped or is locally full. */
 bool huge_table_insert(const void *p);

@@ -7,9 +7,12 @@
  * what pcmalloc does is:
  *
  *  aligned          vm.huge_thp=1: a new huge block's mapping (its header
- *                   page) starts on a 2 MiB boundary; the block is usable
- *                   to its last byte.
- *  off              vm.huge_thp=0: blocks still work (any page alignment).
+ *                   page) starts on a 2 MiB boundary and carries
+ *                   MADV_HUGEPAGE ("hg" in its VmFlags in /proc/self/smaps,
+ *                   where the kernel has THP); the block is usable to its
+ *                   last byte.
+ *  off              vm.huge_thp=0: blocks still work (any page alignment),
+ *                   without the advice.
  *  slack_refused    in a child under RLIMIT_AS that leaves room for the
  *                   block but not for the 2 MiB of alignment slack: the
  *                   mapping is tried again without it and malloc succeeds.
@@ -31,8 +34,32 @@ static const struct pc_huge_header *header_of(void *p)
 	return huge_header(p);
 }
 
+/* Whether the mapping holding p carries VM_HUGEPAGE (MADV_HUGEPAGE was
+ * applied): "hg" in its VmFlags line in /proc/self/smaps. */
+static bool advised_hugepage(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	REQUIRE(f != NULL);
+	char line[512];
+	bool inside = false, found = false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+			inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+			found = strstr(line, " hg") != NULL;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
 TEST(aligned)
 {
+	bool thp_kernel = access("/sys/kernel/mm/transparent_hugepage", F_OK) == 0;
 	REQUIRE(pc_malloc_init());
 	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 1, false) == 0);
 	pc_trim(); /* nothing cached: the blocks below are new mappings */
@@ -43,6 +70,8 @@ TEST(aligned)
 		REQUIRE(h != NULL);
 		CHECK_EQ((uintptr_t)h->map_base % THP, 0);
 		CHECK(p == (char *)h->map_base + PC_PAGE_SIZE);
+		if (thp_kernel) /* a kernel without THP refuses the advice */
+			CHECK(advised_hugepage(p));
 		p[0] = 1;
 		p[mb * MiB + 122] = 2;
 		CHECK(pc_malloc_usable_size(p) >= mb * MiB + 123);
@@ -58,6 +87,7 @@ TEST(off)
 	REQUIRE(p != NULL);
 	memset(p, 5, 9 * MiB);
 	CHECK_EQ(p[9 * MiB - 1], 5);
+	CHECK(!advised_hugepage(p));
 	pc_free(p);
 	pc_trim();
 	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 1, false) == 0);
