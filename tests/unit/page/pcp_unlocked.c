@@ -26,7 +26,11 @@
  *                        the list's refill), as before the change.
  *
  * Nothing here depends on timing: each step waits for a state, and the
- * watchdog (alarm) only turns a hang into a failure.
+ * watchdog (alarm) only turns a hang into a failure. One interleaving could
+ * hide the state waited for: the main thread preempted while it holds the
+ * pcp lock for a read, so that the worker (same CPU) finds it busy and
+ * bypasses the list. The zone's pcp_busy counter shows it; that attempt is
+ * then undone and run again (up to ATTEMPTS; one undisturbed is needed).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -114,7 +118,22 @@ static void hold_zone(pthread_t *holder)
 		sched_yield();
 }
 
-TEST(drain_waits_unlocked)
+/*
+ * Whether the worker found its pcp lock busy since busy0. The only other
+ * user of that lock is the main thread reading a field under it; preempted
+ * there, it leaves the worker (same CPU) to fail its try-lock and bypass the
+ * list straight to the held zone lock, so the attempt can show nothing. It
+ * is then undone and run again (see the tests).
+ */
+static bool disturbed(uint64_t busy0)
+{
+	return atomic_load(&zone->stats.pcp_busy) != busy0;
+}
+
+#define ATTEMPTS 5
+
+/* One attempt; false if it was disturbed before the drain was seen. */
+static bool drain_attempt(void)
 {
 	REQUIRE(pin_cpu(0));
 	for (int i = 0; i < NPAGES; i++) {
@@ -123,17 +142,21 @@ TEST(drain_waits_unlocked)
 	}
 	pc_page_drain_all();
 	uint64_t drains0 = pcp_read(&pcp->drains);
+	uint64_t busy0 = atomic_load(&zone->stats.pcp_busy);
 	pthread_t holder, worker;
 	hold_zone(&holder);
 	REQUIRE(pthread_create(&worker, NULL, free_worker, NULL) == 0);
 	alarm(60);
-	while (pcp_read(&pcp->drains) == drains0) /* the worker detached a batch */
-		sched_yield();
-	/* ...and dropped the pcp lock (we just took it), though the zone lock
-	 * it waits for is still held: */
-	CHECK(!atomic_load(&worker_done));
-	for (int i = 0; i < 100; i++)
-		CHECK(pcp_read(&pcp->drains) >= drains0 + 1);
+	bool seen;
+	while (!(seen = pcp_read(&pcp->drains) != drains0) && !disturbed(busy0))
+		sched_yield(); /* until the worker detached a batch */
+	if (seen) {
+		/* ...and dropped the pcp lock (we just took it), though the zone
+		 * lock it waits for is still held: */
+		CHECK(!atomic_load(&worker_done));
+		for (int i = 0; i < 100; i++)
+			CHECK(pcp_read(&pcp->drains) >= drains0 + 1);
+	}
 	alarm(0);
 	atomic_store(&holder_state, 2);
 	pthread_join(holder, NULL);
@@ -144,34 +167,57 @@ TEST(drain_waits_unlocked)
 	pc_spin_stat_unlock(&pcp->lock);
 	CHECK(count <= high);
 	CHECK(pc_page_check());
+	return seen;
 }
 
-TEST(refill_waits_unlocked)
+TEST(drain_waits_unlocked)
+{
+	int tries = 0;
+	while (tries < ATTEMPTS && !drain_attempt())
+		tries++;
+	CHECK(tries < ATTEMPTS); /* one undisturbed attempt at least */
+}
+
+/* One attempt; false if it was disturbed before the refill was sized. */
+static bool refill_attempt(void)
 {
 	pc_page_drain_all(); /* the order-0 list is empty: the next allocation refills */
 	pc_spin_stat_lock(&pcp->lock);
 	pcp->alloc_factor = 0; /* so that sizing the refill raises it */
 	pc_spin_stat_unlock(&pcp->lock);
 	uint64_t hits0 = atomic_load(&zone->stats.pcp_hits);
+	uint64_t busy0 = atomic_load(&zone->stats.pcp_busy);
 	pthread_t holder, worker;
 	hold_zone(&holder);
 	REQUIRE(pthread_create(&worker, NULL, alloc_worker, NULL) == 0);
 	alarm(60);
-	while (pcp_alloc_factor() == 0) /* the worker sized its refill */
-		sched_yield();
-	CHECK(!atomic_load(&worker_done)); /* waits for the zone lock, pcp lock free */
+	bool seen;
+	while (!(seen = pcp_alloc_factor() != 0) && !disturbed(busy0))
+		sched_yield(); /* until the worker sized its refill */
+	if (seen)
+		CHECK(!atomic_load(&worker_done)); /* waits for the zone lock, pcp lock free */
 	alarm(0);
 	atomic_store(&holder_state, 2);
 	pthread_join(holder, NULL);
 	pthread_join(worker, NULL);
 	CHECK(pages[0] != NULL);
-	CHECK_EQ(atomic_load(&zone->stats.pcp_hits), hits0 + 1); /* served by the refill */
+	if (seen)
+		CHECK_EQ(atomic_load(&zone->stats.pcp_hits), hits0 + 1); /* served by the refill */
 	if (pages[0]) {
 		CHECK_EQ(pc_pg_state(pc_page_of(pages[0])), PC_PG_ALLOC);
 		pc_free_pages(pages[0], 0);
 	}
 	pc_page_drain_all();
 	CHECK(pc_page_check());
+	return seen;
+}
+
+TEST(refill_waits_unlocked)
+{
+	int tries = 0;
+	while (tries < ATTEMPTS && !refill_attempt())
+		tries++;
+	CHECK(tries < ATTEMPTS); /* one undisturbed attempt at least */
 }
 
 int main(void)
