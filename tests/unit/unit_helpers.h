@@ -6,7 +6,8 @@
  * watchdog of the lock tests. Static inline, so a test pays only for what it
  * calls. Include after test.h; the file must define _GNU_SOURCE (for
  * sched_setaffinity) before any include. Also: dirty page totals, minor
- * faults and residency (the release tests), a child process run (the tests
+ * faults, page touches and residency (the release and huge-block tests), a
+ * child process run (the tests
  * under a limit on address space).
  */
 #ifndef PC_UNIT_HELPERS_H
@@ -153,6 +154,14 @@ static inline long minor_faults(void)
 	struct rusage ru;
 	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
 	return ru.ru_minflt;
+}
+
+/* Write v to the first byte of every page of [p, p + n) (p page aligned):
+ * each page touched once, as a program would fault it in. */
+static inline void touch_pages(char *p, size_t n, char v)
+{
+	for (size_t i = 0; i < n; i += PC_PAGE_SIZE)
+		p[i] = v;
 }
 
 /* Pages of [p, p + pages) resident (mincore; p page aligned). */

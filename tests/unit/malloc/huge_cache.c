@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include "malloc/malloc.h"
 
@@ -35,19 +36,6 @@
 
 #define MiB ((size_t)1 << 20)
 
-static long minor_faults(void)
-{
-	struct rusage ru;
-	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
-	return ru.ru_minflt;
-}
-
-static void touch(char *p, size_t n, char v)
-{
-	for (size_t i = 0; i < n; i += 4096)
-		p[i] = v;
-}
-
 TEST(reuse_no_faults)
 {
 	REQUIRE(pc_malloc_init());
@@ -55,13 +43,13 @@ TEST(reuse_no_faults)
 	pc_trim();
 	char *p = pc_malloc(20 * MiB);
 	REQUIRE(p != NULL);
-	touch(p, 20 * MiB, 1);
+	touch_pages(p, 20 * MiB, 1);
 	pc_free(p);
 	CHECK(huge_cache_bytes() >= 20 * MiB);
 	long f0 = minor_faults();
 	char *q = pc_malloc(18 * MiB);
 	REQUIRE(q != NULL);
-	touch(q, 18 * MiB, 2);
+	touch_pages(q, 18 * MiB, 2);
 	long faults = minor_faults() - f0;
 	CHECK(q == p);
 	CHECK(faults < (long)(18 * MiB / 4096) / 16);
@@ -100,7 +88,7 @@ TEST(expires_idle)
 {
 	char *a = pc_malloc(10 * MiB);
 	REQUIRE(a);
-	touch(a, 10 * MiB, 7);
+	touch_pages(a, 10 * MiB, 7);
 	pc_free(a);
 	CHECK(huge_cache_bytes() >= 10 * MiB);
 	pc_page_release_thread_pass(); /* not yet due: kept */

@@ -24,25 +24,13 @@
  */
 #define _GNU_SOURCE
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include "malloc/malloc.h"
 
 #include <pthread.h>
 
 #define MiB ((size_t)1 << 20)
-
-static long minor_faults(void)
-{
-	struct rusage ru;
-	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
-	return ru.ru_minflt;
-}
-
-static void touch(char *p, size_t n, char v)
-{
-	for (size_t i = 0; i < n; i += 4096)
-		p[i] = v;
-}
 
 static size_t count_not(const char *p, size_t n, char v)
 {
@@ -59,7 +47,7 @@ TEST(split_and_merge)
 	pc_trim();
 	char *p = pc_malloc(20 * MiB);
 	REQUIRE(p != NULL);
-	touch(p, 20 * MiB, 1);
+	touch_pages(p, 20 * MiB, 1);
 	pc_free(p);
 	char *q = pc_malloc(6 * MiB);
 	REQUIRE(q != NULL);
@@ -72,7 +60,7 @@ TEST(split_and_merge)
 	char *r = pc_malloc(20 * MiB);
 	REQUIRE(r != NULL);
 	CHECK(r == p);
-	touch(r, 20 * MiB, 2);
+	touch_pages(r, 20 * MiB, 2);
 	CHECK(minor_faults() - f0 < 16); /* the header pages at most */
 	CHECK_EQ(huge_cache_bytes(), 0);
 	pc_free(r);
@@ -89,8 +77,8 @@ TEST(tail_reused)
 	REQUIRE(a && b);
 	CHECK(a == p);
 	CHECK(b == a + 8 * MiB + PC_PAGE_SIZE); /* the tail's header page first */
-	touch(a, 8 * MiB, 3);
-	touch(b, 12 * MiB, 4);
+	touch_pages(a, 8 * MiB, 3);
+	touch_pages(b, 12 * MiB, 4);
 	CHECK_EQ(count_not(a, 8 * MiB, 3), 0);
 	CHECK_EQ(count_not(b, 12 * MiB, 4), 0);
 	CHECK_EQ(pc_malloc_usable_size(a), 8 * MiB);
@@ -110,7 +98,7 @@ TEST(resident_bounded)
 	for (int i = 0; i < N; i++) {
 		b[i] = pc_malloc(size);
 		REQUIRE(b[i] != NULL);
-		touch(b[i], size, (char)i);
+		touch_pages(b[i], size, (char)i);
 	}
 	for (int i = 0; i < N; i++) {
 		pc_free(b[i]);
@@ -122,7 +110,7 @@ TEST(resident_bounded)
 	for (int i = 0; i < N; i++) { /* every range is usable again */
 		b[i] = pc_malloc(size);
 		REQUIRE(b[i] != NULL);
-		touch(b[i], size, (char)(i + 1));
+		touch_pages(b[i], size, (char)(i + 1));
 		CHECK_EQ(count_not(b[i], size, (char)(i + 1)), 0);
 	}
 	for (int i = 0; i < N; i++)
