@@ -119,39 +119,27 @@ TEST(trim_flushes)
 	CHECK_EQ(huge_cache_bytes(), 0);
 }
 
-static size_t vm_size(void)
+/* In a child: it sets a limit on address space. Nonzero: the step that failed. */
+static int oom_flushes_child(void)
 {
-	FILE *f = fopen("/proc/self/statm", "r");
-	REQUIRE(f != NULL);
-	unsigned long pages = 0;
-	REQUIRE(fscanf(f, "%lu", &pages) == 1);
-	fclose(f);
-	return pages * (size_t)sysconf(_SC_PAGESIZE);
+	char *b[3];
+	for (int i = 0; i < 3; i++)
+		b[i] = pc_malloc(40 * MiB);
+	struct rlimit rl = { mapped_bytes() - 3 * (40 * MiB + PC_PAGE_SIZE) + 128 * MiB, RLIM_INFINITY };
+	rl.rlim_max = rl.rlim_cur;
+	if (!b[0] || !b[1] || !b[2] || setrlimit(RLIMIT_AS, &rl) != 0)
+		return 3;
+	for (int i = 0; i < 3; i++)
+		pc_free(b[i]);
+	if (huge_cache_bytes() < 120 * MiB)
+		return 4;
+	char *p = pc_malloc(100 * MiB);
+	return p != NULL ? 0 : 5;
 }
 
 TEST(oom_flushes)
 {
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		char *b[3];
-		for (int i = 0; i < 3; i++)
-			b[i] = pc_malloc(40 * MiB);
-		struct rlimit rl = { vm_size() - 3 * (40 * MiB + PC_PAGE_SIZE) + 128 * MiB, RLIM_INFINITY };
-		rl.rlim_max = rl.rlim_cur;
-		if (!b[0] || !b[1] || !b[2] || setrlimit(RLIMIT_AS, &rl) != 0)
-			_exit(3);
-		for (int i = 0; i < 3; i++)
-			pc_free(b[i]);
-		if (huge_cache_bytes() < 120 * MiB)
-			_exit(4);
-		char *p = pc_malloc(100 * MiB);
-		_exit(p != NULL ? 0 : 5);
-	}
-	int status = 0;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status));
-	CHECK_EQ(WEXITSTATUS(status), 0);
+	check_in_child(oom_flushes_child);
 }
 
 int main(void)

@@ -19,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include "malloc/malloc.h"
 
@@ -93,40 +94,28 @@ TEST(off)
 	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 1, false) == 0);
 }
 
-static size_t vm_size(void)
+/* In a child: it sets a limit on address space. Nonzero: the step that failed. */
+static int slack_refused_child(void)
 {
-	FILE *f = fopen("/proc/self/statm", "r");
-	REQUIRE(f != NULL);
-	unsigned long pages = 0;
-	REQUIRE(fscanf(f, "%lu", &pages) == 1);
-	fclose(f);
-	return pages * (size_t)sysconf(_SC_PAGESIZE);
+	pc_trim();
+	size_t block = 64 * MiB;
+	/* Room for the block and its header page plus 1 MiB: not for
+	 * the 2 MiB of slack an aligned mapping maps first. */
+	struct rlimit rl = { mapped_bytes() + block + PC_PAGE_SIZE + MiB, 0 };
+	rl.rlim_max = rl.rlim_cur;
+	if (setrlimit(RLIMIT_AS, &rl) != 0)
+		return 3;
+	char *p = pc_malloc(block);
+	if (!p)
+		return 4;
+	p[0] = p[block - 1] = 1;
+	pc_free(p);
+	return 0;
 }
 
 TEST(slack_refused)
 {
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		pc_trim();
-		size_t block = 64 * MiB;
-		/* Room for the block and its header page plus 1 MiB: not for
-		 * the 2 MiB of slack an aligned mapping maps first. */
-		struct rlimit rl = { vm_size() + block + PC_PAGE_SIZE + MiB, 0 };
-		rl.rlim_max = rl.rlim_cur;
-		if (setrlimit(RLIMIT_AS, &rl) != 0)
-			_exit(3);
-		char *p = pc_malloc(block);
-		if (!p)
-			_exit(4);
-		p[0] = p[block - 1] = 1;
-		pc_free(p);
-		_exit(0);
-	}
-	int status = 0;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(WIFEXITED(status));
-	CHECK_EQ(WEXITSTATUS(status), 0);
+	check_in_child(slack_refused_child);
 }
 
 int main(void)
