@@ -8,14 +8,37 @@
  * They have no sheaves themselves and are used through the slab fast path
  * directly, so making a sheaf never recurses into the sheaf slow paths.
  *
- * barn->lock protects the two lists and their counts and nothing else: no
- * other lock is taken under it, and flushing a sheaf into the slabs happens
- * after it is released.
+ * barn->lock protects the two lists, their counts and the bound (extra,
+ * refused, high) and nothing else: no other lock is taken under it, and
+ * flushing a sheaf into the slabs happens after it is released.
+ *
+ * The bound. Each list of a barn holds at most slub.barn_sheaves + extra
+ * sheaves. A program that frees many objects and then allocates them again
+ * (seed 002's Test A: 10,000 objects are 78 sheaves of 128) needs more
+ * sheaves than the base bound keeps: the rest were flushed to the slabs, and
+ * each round built its slabs and sheaves again. So the bound follows
+ * demand, as tcmalloc sizes its transfer caches by their misses: a full
+ * sheaf refused at the bound counts in `refused`, and a miss (a CPU wants a
+ * full sheaf and the barn has none, so it refills from the slabs) while
+ * refused is non-zero raises extra by one and uses one up: the barn would
+ * have served that miss had it kept the sheaf. Each raise is charged to one
+ * budget for the whole process, slub.barn_max_kb (a full sheaf's objects'
+ * slots and its pointer array): growth stops when the raised barns of all
+ * caches together would pass it, so a program whose phases use many sizes
+ * keeps at most that much beyond the base bounds. Each decay pass lowers extra by `low`, the fewest full
+ * sheaves the barn held at any moment since its previous look (sheaves that
+ * stayed through a whole interval were not needed: the low-water mark of
+ * jemalloc's thread cache and tcmalloc's transfer cache), flushes the
+ * sheaves above the new bound, and forgets refused, so only recent demand
+ * counts; an idle barn is emptied and its bound reset, as is every barn
+ * that barn_drain empties (trim, shrink, the out-of-memory retry, a
+ * capacity change).
  */
 #include "slab.h"
 
 #include <stdio.h>
 
+#define PC_BARN_MAX_SHEAVES 65536 /* raised sheaves per barn, whatever the budget allows */
 #define SHEAF_BUCKETS 8 /* capacities 4, 8, .. 512 */
 _Static_assert(4u << (SHEAF_BUCKETS - 1) == PC_SHEAF_MAX, "one bucket per power of two");
 
@@ -131,9 +154,100 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 	sh->count = 0;
 }
 
-static unsigned barn_limit(void)
+/* Bytes of raised bounds charged by every barn together (each barn's
+ * share in b->charged, changed under its lock): at most slub.barn_max_kb,
+ * but for a tunable lowered meanwhile (the next decay pass then lowers
+ * every raised barn). Relaxed: a budget, read and changed by
+ * compare-and-swap; nothing else is ordered by it. */
+static _Atomic size_t barns_charged;
+
+/* What one more full sheaf of s's current capacity costs: its objects'
+ * slots and the sheaf itself. */
+static size_t sheaf_bytes(struct pc_cache *s)
 {
-	return (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
+	size_t cap = pc_load_relaxed(&s->sheaf_capacity);
+	return sizeof(struct pc_sheaf) + cap * (s->size + sizeof(void *));
+}
+
+static size_t barn_budget(void)
+{
+	return (size_t)pc_option(PC_OPT_SLUB_BARN_MAX_KB) << 10;
+}
+
+/* Take bytes from the process's budget if it has them. */
+static bool budget_take(size_t bytes)
+{
+	size_t cur = pc_load_relaxed(&barns_charged), most = barn_budget();
+	do {
+		if (cur + bytes > most)
+			return false;
+	} while (!pc_cas_weak_relaxed(&barns_charged, &cur, cur + bytes));
+	return true;
+}
+
+/* Sheaves each list of b may hold now: slub.barn_sheaves, plus extra
+ * unless slub.barn_max_kb is 0 (then at once the base alone). */
+static unsigned barn_bound(struct pc_barn *b)
+{
+	unsigned base = (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
+	return base + (barn_budget() != 0 ? pc_load_relaxed(&b->extra) : 0);
+}
+
+unsigned barn_limit(struct pc_cache *s, unsigned node)
+{
+	return barn_bound(s->barn[node]);
+}
+
+/* Lower b's raised part to extra sheaves and give back the budget the rest
+ * was charged: every sheaf of it was charged the same (the capacity in
+ * force; a capacity change empties every barn, which resets it), so the
+ * charge goes pro rata. Under the barn lock. */
+static void barn_lower_locked(struct pc_barn *b, unsigned extra)
+{
+	unsigned old = pc_load_relaxed(&b->extra);
+	if (extra >= old)
+		return;
+	size_t keep = extra != 0 ? b->charged / old * extra : 0;
+	pc_sub_relaxed(&barns_charged, b->charged - keep);
+	b->charged = keep;
+	pc_store_relaxed(&b->extra, extra);
+}
+
+/* A miss (no full sheaf for a CPU): raise the bound by one if a full sheaf
+ * was refused since the decay's last look and the process's budget has
+ * room for one more full sheaf. Under the barn lock. */
+static void barn_grow_locked(struct pc_cache *s, struct pc_barn *b)
+{
+	unsigned refused = pc_load_relaxed(&b->refused);
+	if (refused == 0)
+		return;
+	pc_store_relaxed(&b->refused, refused - 1);
+	unsigned extra = pc_load_relaxed(&b->extra);
+	size_t bytes = sheaf_bytes(s);
+	if (extra < PC_BARN_MAX_SHEAVES && budget_take(bytes)) {
+		b->charged += bytes;
+		pc_store_relaxed(&b->extra, extra + 1);
+		slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_barn_grow);
+	}
+}
+
+/* A miss found without the lock (the racy peek saw no full sheaf). Racy
+ * peek of refused first: with no recent refusal a miss costs no lock. */
+static void barn_missed(struct pc_cache *s, struct pc_barn *b)
+{
+	if (pc_load_relaxed(&b->refused) == 0)
+		return;
+	pc_lock_acquire(&b->lock);
+	barn_grow_locked(s, b);
+	pc_lock_release(&b->lock);
+}
+
+/* Forget the bound's history (an emptied barn). Under the barn lock. */
+static void barn_reset_locked(struct pc_barn *b)
+{
+	barn_lower_locked(b, 0);
+	pc_store_relaxed(&b->refused, 0);
+	b->low = 0;
 }
 
 /* Pop the first sheaf of *list that has the cache's current capacity;
@@ -170,11 +284,18 @@ static struct pc_sheaf *barn_take(struct pc_cache *s, unsigned node, bool full)
 	unsigned capacity = pc_load_relaxed(&s->sheaf_capacity);
 	struct pc_sheaf *stale = NULL, *sh;
 	/* Racy peek (see struct pc_barn): an empty barn costs no lock round trip. */
-	if (pc_load_relaxed(full ? &b->nr_full : &b->nr_empty) == 0)
+	if (pc_load_relaxed(full ? &b->nr_full : &b->nr_empty) == 0) {
+		if (full)
+			barn_missed(s, b);
 		return NULL;
+	}
 	pc_lock_acquire(&b->lock);
 	sh = full ? barn_pop(&b->full, &b->nr_full, capacity, &stale)
 		  : barn_pop(&b->empty, &b->nr_empty, capacity, &stale);
+	if (!sh && full)
+		barn_grow_locked(s, b);
+	if (full)
+		b->low = PC_MIN(b->low, pc_load_relaxed(&b->nr_full));
 	b->uses++;
 	pc_lock_release(&b->lock);
 	sheaf_chain_free(s, stale);
@@ -195,20 +316,24 @@ struct pc_sheaf *barn_take_empty(struct pc_cache *s, unsigned node)
 	return barn_take(s, node, false);
 }
 
-/* Push sh on a barn list if the bound allows; true if it did. */
-static bool barn_push(struct pc_barn *b, struct pc_sheaf *sh, bool full)
+/* Push sh on a barn list if the bound allows; true if it did. A full sheaf
+ * refused counts in refused (the bound's growth, above). */
+static bool barn_push(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh, bool full)
 {
 	bool done = false;
 	pc_lock_acquire(&b->lock);
+	unsigned bound = barn_bound(b);
 	_Atomic unsigned *nr = full ? &b->nr_full : &b->nr_empty;
 	unsigned n = pc_load_relaxed(nr);
-	if (n < barn_limit()) {
+	if (n < bound) {
 		struct pc_sheaf **list = full ? &b->full : &b->empty;
 		sh->next = *list;
 		*list = sh;
 		pc_store_relaxed(nr, n + 1); /* under lock */
 		b->uses++;
 		done = true;
+	} else if (full) {
+		pc_store_relaxed(&b->refused, pc_load_relaxed(&b->refused) + 1);
 	}
 	pc_lock_release(&b->lock);
 	return done;
@@ -219,12 +344,12 @@ void barn_put(struct pc_cache *s, unsigned node, struct pc_sheaf *sh)
 	struct pc_barn *b = s->barn[node];
 	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
 	if (sh->capacity == pc_load_relaxed(&s->sheaf_capacity)) {
-		if (sh->count == sh->capacity && barn_push(b, sh, true)) {
+		if (sh->count == sh->capacity && barn_push(s, b, sh, true)) {
 			slab_stat(c, PC_SLAB_STAT_barn_put);
 			return;
 		}
 		sheaf_flush_objects(s, sh); /* partly filled, or no room for it */
-		if (barn_push(b, sh, false)) {
+		if (barn_push(s, b, sh, false)) {
 			slab_stat(c, PC_SLAB_STAT_barn_put);
 			return;
 		}
@@ -241,13 +366,36 @@ void barn_drain(struct pc_cache *s, unsigned node)
 	b->full = b->empty = NULL;
 	pc_store_relaxed(&b->nr_full, 0);
 	pc_store_relaxed(&b->nr_empty, 0);
+	barn_reset_locked(b);
 	pc_lock_release(&b->lock);
 	sheaf_chain_free(s, full);
 	sheaf_chain_free(s, empty);
 }
 
-/* Decay: drain the barn if no sheaf came or went since the previous pass
- * (uses unchanged) and it holds some; else remember uses. */
+/* Unlink sheaves from *list (count *nr) until it holds at most bound;
+ * they go onto *out. Under the barn lock. */
+static unsigned barn_cut_locked(struct pc_sheaf **list, _Atomic unsigned *nr, unsigned bound,
+				struct pc_sheaf **out)
+{
+	unsigned cut = 0;
+	while (pc_load_relaxed(nr) > bound) {
+		struct pc_sheaf *sh = *list;
+		*list = sh->next;
+		sh->next = *out;
+		*out = sh;
+		pc_store_relaxed(nr, pc_load_relaxed(nr) - 1);
+		cut++;
+	}
+	return cut;
+}
+
+/*
+ * Decay: drain the barn if no sheaf came or went since the previous pass
+ * (uses unchanged) and it holds some, and reset its bound. Else the bound
+ * follows demand: extra falls by low (full sheaves that stayed the whole
+ * interval), sheaves above the bound (those, or a tunable lowered
+ * meanwhile) are flushed, and refused and low start again.
+ */
 unsigned barn_decay(struct pc_cache *s, unsigned node)
 {
 	struct pc_barn *b = s->barn[node];
@@ -261,6 +409,17 @@ unsigned barn_decay(struct pc_cache *s, unsigned node)
 		b->full = b->empty = NULL;
 		pc_store_relaxed(&b->nr_full, 0);
 		pc_store_relaxed(&b->nr_empty, 0);
+		barn_reset_locked(b);
+	} else {
+		unsigned extra = pc_load_relaxed(&b->extra);
+		/* Over budget (slub.barn_max_kb lowered): every raise goes. */
+		bool over = pc_load_relaxed(&barns_charged) > barn_budget();
+		barn_lower_locked(b, over || extra < b->low ? 0 : extra - b->low);
+		unsigned bound = barn_bound(b);
+		n += barn_cut_locked(&b->full, &b->nr_full, bound, &full);
+		n += barn_cut_locked(&b->empty, &b->nr_empty, bound, &empty);
+		pc_store_relaxed(&b->refused, 0);
+		b->low = pc_load_relaxed(&b->nr_full);
 	}
 	b->decay_seen = b->uses;
 	pc_lock_release(&b->lock);

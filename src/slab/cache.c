@@ -582,6 +582,7 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 		info->total_objects += pc_load_relaxed(&n->total_objects);
 		pc_lock_stats_merge(&info->list_lock, &n->lock_stats);
 		pc_lock_stats_merge(&info->barn_lock, &s->barn[i]->lock_stats);
+		info->barn_limit = PC_MAX(info->barn_limit, barn_limit(s, i));
 	}
 	long free_on_cpus = 0;
 	for (unsigned c = 0; c < os_cpu_count(); c++) {

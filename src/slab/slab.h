@@ -33,7 +33,10 @@
  *   pops from the current CPU's main sheaf, free pushes onto it; when main is
  *   empty (full) the slow path swaps in the spare, else trades whole sheaves
  *   with the node's barn (full and empty sheaves under barn->lock, at most
- *   slub.barn_sheaves of each), and only when the barn has none refills
+ *   its bound of each: slub.barn_sheaves, raised with demand within a
+ *   budget for the process, slub.barn_max_kb, and lowered again by the
+ *   decay, barn.c), and only
+ *   when the barn has none refills
  *   from (flushes to) the slabs in one batch: a refill takes c->lock once,
  *   a flush gives each slab's objects back as one chain with one
  *   compare-and-swap of the slab word (barn.c, slab_free_bulk).
@@ -250,7 +253,8 @@
 	X(sheaf_flush_all)     /* every CPU's sheaves flushed (fence) */       \
 	X(sheaf_reentrant)     /* slow path entered from a signal handler */   \
 	X(sheaf_bypass)        /* allocation or free that skipped sheaves */  \
-	X(free_bulk)           /* flushed sheaf objects of one slab freed with one compare-and-swap */
+	X(free_bulk)           /* flushed sheaf objects of one slab freed with one compare-and-swap */ \
+	X(barn_grow)           /* barn bound raised: a miss after a full sheaf was refused */
 
 enum pc_slab_stat {
 #define PC_SLAB_STAT_ENUM(name) PC_SLAB_STAT_##name,
@@ -350,6 +354,19 @@ struct pc_barn {
 	/* Under lock: sheaves taken and given so far, and that count when the
 	 * decay last looked (unchanged at its next look: the barn is idle). */
 	uint64_t uses, decay_seen;
+	/* The bound follows demand (barn.c, "The bound"): each list may hold
+	 * slub.barn_sheaves + extra sheaves, extra clamped so that the full
+	 * sheaves stay within slub.barn_max_kb. extra grows by one for a miss
+	 * (no full sheaf to hand out) while refused (full sheaves turned away
+	 * at the bound since the decay's last look) is non-zero, and uses one
+	 * of them up, if the process's budget (slub.barn_max_kb, shared by
+	 * every barn) has room; charged: the bytes this barn took of it. The
+	 * decay lowers extra by low (the fewest full sheaves held at any
+	 * moment since its last look: never needed). All written under lock;
+	 * extra and refused atomic (relaxed) for racy peeks. */
+	_Atomic unsigned extra, refused;
+	unsigned low;
+	size_t charged;
 	struct pc_lock_stats lock_stats;
 } PC_CACHE_ALIGNED;
 
@@ -523,6 +540,7 @@ struct pc_cache_info {
 	long slabs, total_objects, active_objects, partial_slabs, cpu_slabs;
 	long cpu_partial_slabs; /* slabs on CPU partial lists */
 	unsigned sheaf_capacity;
+	unsigned barn_limit; /* sheaves each list of a barn may hold now (the most over nodes) */
 	long sheaf_objects; /* free objects in sheaves and barns (not active), racy */
 	uint64_t stats[PC_SLAB_STAT_COUNT];
 	struct pc_lock_stats list_lock; /* summed over nodes */
@@ -1129,6 +1147,8 @@ void barn_drain(struct pc_cache *s, unsigned node);
 unsigned barn_decay(struct pc_cache *s, unsigned node);
 /* Objects in node's full sheaves (under the barn lock). */
 long barn_count_objects(struct pc_cache *s, unsigned node);
+/* Sheaves each list of node's barn may hold now (its bound, racy). */
+unsigned barn_limit(struct pc_cache *s, unsigned node);
 bool sheaf_caches_init(void);       /* the caches sheaves come from (once) */
 
 #endif /* PC_SLAB_H */
