@@ -49,6 +49,7 @@
 #include "malloc/huge.c"
 #include "malloc/huge_table.c"
 #include "malloc/huge_cache.c"
+#include "malloc/huge_dirty.c"
 #include "malloc/malloc.c"
 #include "malloc/override.c"
 #include "stats/out.c"

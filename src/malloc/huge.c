@@ -66,7 +66,10 @@ static void give_back(struct pc_huge_header *h, size_t size)
  * 2 MiB boundary and asks for transparent huge pages, so that touching a
  * block takes one fault per 2 MiB instead of one per page (docs/huge.md);
  * map_refused tries again without, in case the 2 MiB of slack this needs
- * were what the OS refused.
+ * were what the OS refused. The advice comes before the header is written:
+ * the header's write is the first fault of the first 2 MiB, which then gets
+ * a huge page too (after it, that extent would already have a table of
+ * 4 KiB pages).
  */
 static bool thp_wanted(size_t data, size_t align)
 {
@@ -88,12 +91,12 @@ static struct pc_huge_header *map_new(size_t data, size_t align, bool thp_ok)
 		os_unmap(raw, (size_t)(base - raw));
 	if (raw + total > user + data)
 		os_unmap(user + data, (size_t)(raw + total - (user + data)));
+	if (thp)
+		os_advise_hugepage(base, PC_PAGE_SIZE + data); /* a hint: failure is harmless */
 	struct pc_huge_header *h = (struct pc_huge_header *)(void *)base;
 	h->map_base = base;
 	h->map_size = PC_PAGE_SIZE + data;
 	h->lent = false;
-	if (thp)
-		os_advise_hugepage(base, h->map_size); /* a hint: failure is harmless */
 	return h;
 }
 
@@ -137,7 +140,7 @@ void *huge_alloc(size_t size, size_t align)
 	if (align == PC_PAGE_SIZE)
 		h = huge_cache_take(PC_PAGE_SIZE + data);
 	if (h) {
-		h->recycled = true; /* old contents: calloc must clear it */
+		h->recycled = true; /* old contents: calloc clears the dirty extents */
 		h->lent = false;
 	} else {
 		bool fresh = true;
@@ -147,6 +150,8 @@ void *huge_alloc(size_t size, size_t align)
 		if (!h)
 			return NULL;
 		h->recycled = !fresh;
+		if (!fresh)
+			huge_dirty_all(h); /* a lent range that held data */
 	}
 	char *user = (char *)h + PC_PAGE_SIZE;
 	h->magic = PC_HUGE_MAGIC;
@@ -190,21 +195,49 @@ size_t huge_usable(const void *p)
 	return h->map_size - PC_PAGE_SIZE;
 }
 
-/* Whether calloc must clear the block: a reused mapping holds old data. */
-bool huge_recycled(const void *p)
+/* A fresh mapping was zeroed by the kernel; a reused one holds old data in
+ * its dirty extents only (huge_dirty.c), so only they are cleared: calloc
+ * of a released range faults nothing in. */
+void huge_zero(void *p, size_t size)
 {
-	const struct pc_huge_header *h = (const void *)((const char *)p - PC_PAGE_SIZE);
-	return h->recycled;
+	struct pc_huge_header *h = (struct pc_huge_header *)(void *)((char *)p - PC_PAGE_SIZE);
+	if (h->recycled)
+		huge_dirty_zero(h, PC_PAGE_SIZE + size);
 }
 
-/* Resize with mremap; only for blocks without extra alignment (a moved
- * mapping is only page aligned). NULL on failure, p then untouched. */
+/* Shrink block h (header page at h, `old` bytes mapped) to `total` bytes:
+ * the tail is cached as a range of its own (huge_cache_put: reused by the
+ * next huge malloc, or joined again when the block is freed), or unmapped
+ * when the cache will not take it. */
+static void shrink(struct pc_huge_header *h, size_t old, size_t total)
+{
+	struct pc_huge_header *tail = (struct pc_huge_header *)(void *)((char *)h + total);
+	tail->map_size = old - total;
+	tail->align = PC_PAGE_SIZE;
+	tail->lent = false;
+	huge_cache_expire(); /* first, as in huge_free */
+	if (old - total < 2 * PC_PAGE_SIZE || !huge_cache_put(tail))
+		os_unmap(tail, old - total);
+}
+
+/* Resize: shrink in place (the tail cached), grow with mremap; only for
+ * blocks without extra alignment (a moved mapping is only page aligned).
+ * NULL on failure, p then untouched: the caller moves the block, as when
+ * mremap cannot grow a block that spans two mappings (one taken from
+ * ranges the cache joined, huge_cache.c). */
 void *huge_realloc(void *p, size_t size)
 {
 	struct pc_huge_header *h = (struct pc_huge_header *)(void *)((char *)p - PC_PAGE_SIZE);
 	size_t old = h->map_size, total = PC_PAGE_SIZE + pc_align_up(size, PC_PAGE_SIZE);
 	if (h->align > PC_PAGE_SIZE || h->lent || size > PC_REQUEST_MAX)
 		return NULL; /* the caller moves the block */
+	if (total <= old) {
+		h->map_size = total; /* before the tail is published */
+		pc_sub_relaxed(&huge_mapped, old - total);
+		if (total < old)
+			shrink(h, old, total);
+		return p;
+	}
 	struct pc_huge_header *n = os_remap(h, old, total);
 	if (!n)
 		return NULL;
@@ -216,6 +249,6 @@ void *huge_realloc(void *p, size_t size)
 	}
 	n->map_base = n;
 	n->map_size = total;
-	pc_add_relaxed(&huge_mapped, total - old); /* wraps correctly when shrinking */
+	pc_add_relaxed(&huge_mapped, total - old);
 	return q;
 }

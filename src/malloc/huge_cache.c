@@ -6,24 +6,33 @@
  * A program that cycles blocks of 5-25 MB otherwise maps, faults in and
  * unmaps every one of them. Here a freed mapping (header page included)
  * goes into one of CACHE_SLOTS slots as a range of address space we keep
- * mapped, its pages either still resident or given back (`released`,
- * MADV_DONTNEED: the range is kept, a touch faults in a zero page).
+ * mapped, its pages either still resident or given back (MADV_DONTNEED: the
+ * range is kept, a touch faults in a zero page). Its header page lists the
+ * runs of pages that may still be resident (the dirty extents,
+ * huge_dirty.c); the others read zero, so calloc skips them.
  *
- *  - take (a huge malloc) picks the best fit, resident ranges before
- *    released ones: the smallest range at least as large as it needs, else
- *    the largest smaller one, grown with mremap (its pages are kept, only the
- *    new tail faults in). A tail beyond 1/8 of the request is split off and
- *    cached as a range of its own, still resident: it is not unmapped, so a
- *    larger request later finds its pages again.
- *  - put (a huge free) first merges the range with cached neighbours in the
- *    address space (the tail split off above, when the block before it comes
+ *  - take (a huge malloc) picks the best fit, ranges with resident pages
+ *    before wholly released ones: the smallest range at least as large as
+ *    it needs, else the largest smaller one, grown with mremap (its pages
+ *    are kept, only the new tail faults in). A tail beyond 1/8 of the
+ *    request is split off and cached as a range of its own, its pages as
+ *    they were: it is not unmapped, so a larger request later finds them
+ *    again. When mremap cannot grow the range (it spans two mappings the
+ *    kernel keeps apart, or the OS refuses), the range goes back into the
+ *    cache and the caller maps a new block.
+ *  - put (a huge free, or the tail a shrinking realloc cuts off) first
+ *    merges the range with cached neighbours in the address space, resident
+ *    or released (the tail split off above, when the block before it comes
  *    back), so splitting does not fragment the cache for good.
  *  - Resident bytes in the cache are bounded by one block per CPU (the number
- *    of CPUs times the largest huge block freed so far, at most the address
- *    space bound): at most that many threads can be about to reuse a block at
- *    once, and more would only add to the peak RSS of a program with many
- *    threads (bench_huge at 16 threads on 2 CPUs: docs/huge.md). Beyond it
- *    the oldest resident ranges are released, their address space kept.
+ *    of CPUs times the largest huge block freed recently, at most the
+ *    address space bound): at most that many threads can be about to reuse a
+ *    block at once, and more would only add to the peak RSS of a program with
+ *    many threads (bench_huge at 16 threads on 2 CPUs: docs/huge.md). Beyond
+ *    it the oldest resident ranges are released, their address space kept.
+ *    "Recently": the largest size is halved for each release delay that
+ *    passes without a free as large (never below the block being freed), so
+ *    one big block freed long ago does not keep the bound up.
  *  - A range cached longer than the delay is unmapped by the next huge malloc
  *    or free, the release thread (the hook malloc/init.c adds with
  *    pc_page_release_hook_add) or pc_trim;
@@ -34,13 +43,15 @@
  * Lock-free, so nothing to do around fork() and safe from a signal handler:
  * a slot holds a header pointer; take is an exchange with NULL (the taker
  * owns the range), insert a compare-and-swap from NULL. slot_size,
- * slot_time and slot_released are hints written before the insert: a
+ * slot_time and slot_resident are hints written before the insert: a
  * scanner may read stale ones, so whoever takes a range checks the real
- * size, state and address in the header it now owns (a merge that took a
- * range that turns out not to be adjacent puts it back). The byte counters
+ * size, extents and address in the header it now owns (a merge that took
+ * a range that turns out not to be adjacent puts it back). The byte counters
  * are relaxed and the bounds checked before the insert, so racing frees may
  * pass a bound by one block each. A mapping with extra alignment is never
- * cached (its data does not start one page after the mapping).
+ * cached (its data does not start one page after the mapping). The largest
+ * recent size and its time are two relaxed words: a racing free may see one
+ * updated and not the other, which only moves a heuristic bound once.
  */
 #include "malloc.h"
 
@@ -49,9 +60,10 @@
 static _Atomic(struct pc_huge_header *) slots[CACHE_SLOTS];
 static _Atomic size_t slot_size[CACHE_SLOTS];
 static _Atomic uint64_t slot_time[CACHE_SLOTS];
-static _Atomic bool slot_released[CACHE_SLOTS];
+static _Atomic size_t slot_resident[CACHE_SLOTS];
 static _Atomic size_t cached_bytes, resident_bytes;
-static _Atomic uint64_t largest_freed;
+static _Atomic size_t largest_freed;     /* recently (see the top) */
+static _Atomic uint64_t largest_time;    /* page clock when set or halved */
 
 size_t huge_cache_bytes(void)
 {
@@ -76,13 +88,38 @@ size_t huge_cache_resident_bound(void)
 	return per_cpu < bound ? per_cpu : bound;
 }
 
-/* Add (sign 1) or take away (-1) a range's bytes from the counters. */
-static void count(size_t size, bool released, int sign)
+/* Bytes of range h counted resident: its dirty extents and its header
+ * page; a range wholly released counts nothing (its one header page is
+ * noise beside the bound, and the bound of one block per CPU must be met
+ * by one resident block however many released ones are cached). */
+static size_t resident_of(const struct pc_huge_header *h)
 {
-	size_t d = sign > 0 ? size : -size; /* unsigned wrap: subtraction */
-	pc_add_relaxed(&cached_bytes, d);
-	if (!released)
-		pc_add_relaxed(&resident_bytes, d);
+	size_t dirty = huge_dirty_bytes(h);
+	return dirty ? PC_PAGE_SIZE + dirty : 0;
+}
+
+/* Add (sign 1) or take away (-1) a range's bytes from the counters. */
+static void count(size_t size, size_t resident, int sign)
+{
+	pc_add_relaxed(&cached_bytes, sign > 0 ? size : -size); /* unsigned wrap */
+	pc_add_relaxed(&resident_bytes, sign > 0 ? resident : -resident);
+}
+
+/* A block of `size` bytes was freed at page-clock time now: the largest
+ * recent size follows (see the top). */
+static void note_freed(size_t size, uint64_t now)
+{
+	size_t largest = pc_load_relaxed(&largest_freed);
+	uint64_t since = pc_load_relaxed(&largest_time);
+	uint64_t delay = (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
+	if (size < largest && delay && now > since && now - since >= delay) {
+		uint64_t halvings = (now - since) / delay;
+		largest = halvings >= 64 ? 0 : largest >> halvings;
+	} else if (size < largest) {
+		return; /* the largest is recent: it stays */
+	}
+	pc_store_relaxed(&largest_freed, PC_MAX(largest, size));
+	pc_store_relaxed(&largest_time, now);
 }
 
 /* Take slot i's range, or NULL if another thread took it first. */
@@ -93,7 +130,7 @@ static struct pc_huge_header *take_slot(unsigned i)
 	/* Acquire: pairs with insert's release (the header's fields). */
 	struct pc_huge_header *h = pc_xchg_acquire(&slots[i], NULL);
 	if (h)
-		count(h->map_size, h->released, -1);
+		count(h->map_size, resident_of(h), -1);
 	return h;
 }
 
@@ -101,13 +138,12 @@ static struct pc_huge_header *take_slot(unsigned i)
  * Put an owned range (header fields written) into a free slot, cached at
  * page-clock time t; false if every slot is taken. Once the compare-and-swap
  * has published it, another thread may take it and change its header, so
- * its size and state are read before, and counted before (a taker's
- * subtraction must not come first).
+ * its size and resident bytes are read before, and counted before (a
+ * taker's subtraction must not come first).
  */
 static bool insert(struct pc_huge_header *h, uint64_t t)
 {
-	size_t size = h->map_size;
-	bool released = h->released;
+	size_t size = h->map_size, resident = resident_of(h);
 	h->magic = 0; /* not a live block while cached */
 	h->map_base = h;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
@@ -115,13 +151,13 @@ static bool insert(struct pc_huge_header *h, uint64_t t)
 			continue;
 		pc_store_relaxed(&slot_size[i], size);
 		pc_store_relaxed(&slot_time[i], t);
-		pc_store_relaxed(&slot_released[i], released);
-		count(size, released, 1);
+		pc_store_relaxed(&slot_resident[i], resident);
+		count(size, resident, 1);
 		struct pc_huge_header *expected = NULL;
 		/* Release: a taker sees the header written before. */
 		if (pc_cas_strong_release(&slots[i], &expected, h))
 			return true;
-		count(size, released, -1);
+		count(size, resident, -1);
 	}
 	return false;
 }
@@ -135,7 +171,7 @@ static void insert_or_unmap(struct pc_huge_header *h, uint64_t t)
 
 /*
  * Join h with the cached ranges right before and after it in the address
- * space that are in the same state (both resident or both released); the
+ * space, resident or released (their dirty extents are joined too); the
  * joined range keeps the newest time (*t). Returns the joined range's
  * header (the lowest address).
  */
@@ -144,20 +180,17 @@ static struct pc_huge_header *merge(struct pc_huge_header *h, uint64_t *t)
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
 		char *n = (char *)pc_load_relaxed(&slots[i]);
 		size_t nsize = pc_load_relaxed(&slot_size[i]);
-		if (!n || pc_load_relaxed(&slot_released[i]) != h->released ||
-		    (n != (char *)h + h->map_size && n + nsize != (char *)h))
+		if (!n || (n != (char *)h + h->map_size && n + nsize != (char *)h))
 			continue;
 		uint64_t nt = pc_load_relaxed(&slot_time[i]);
 		struct pc_huge_header *o = take_slot(i);
 		if (!o)
 			continue;
-		if (o->released != h->released) {
-			insert_or_unmap(o, nt); /* the slot was reused meanwhile */
-			continue;
-		}
 		if ((char *)o == (char *)h + h->map_size) {
+			huge_dirty_join(h, o);
 			h->map_size += o->map_size;
 		} else if ((char *)o + o->map_size == (char *)h) {
+			huge_dirty_join(o, h);
 			o->map_size += h->map_size;
 			h = o;
 		} else {
@@ -169,13 +202,13 @@ static struct pc_huge_header *merge(struct pc_huge_header *h, uint64_t *t)
 	return h;
 }
 
-/* The cached resident range freed longest ago, or -1. */
+/* The cached range with resident data pages freed longest ago, or -1. */
 static int oldest_resident(void)
 {
 	int oldest = -1;
 	uint64_t when = PC_NS_NEVER;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		if (!pc_load_relaxed(&slots[i]) || pc_load_relaxed(&slot_released[i]))
+		if (!pc_load_relaxed(&slots[i]) || pc_load_relaxed(&slot_resident[i]) == 0)
 			continue;
 		uint64_t t = pc_load_relaxed(&slot_time[i]);
 		if (t < when) {
@@ -199,16 +232,14 @@ static void shed_resident(void)
 		struct pc_huge_header *h = take_slot((unsigned)i);
 		if (!h)
 			continue;
-		if (!h->released) {
-			os_release((char *)h + PC_PAGE_SIZE, h->map_size - PC_PAGE_SIZE);
-			h->released = true;
-		}
+		huge_dirty_release(h);
 		insert_or_unmap(h, t);
 	}
 }
 
-/* Keep the mapping of a freed huge block (header h, pages resident); false
- * if it does not fit the bound or no slot is free (the caller unmaps it). */
+/* Keep the mapping of a freed huge block (header h, map_size set, every
+ * data page taken as dirty); false if it does not fit the bound (the caller
+ * unmaps it). */
 bool huge_cache_put(struct pc_huge_header *h)
 {
 	size_t bound = (size_t)pc_option(PC_OPT_VM_HUGE_CACHE_KB) << 10;
@@ -216,9 +247,9 @@ bool huge_cache_put(struct pc_huge_header *h)
 		return false;
 	if (pc_load_relaxed(&cached_bytes) + h->map_size > bound)
 		return false;
-	pc_max_relaxed(&largest_freed, h->map_size);
 	uint64_t t = pc_page_clock_ns();
-	h->released = false;
+	note_freed(h->map_size, t);
+	huge_dirty_all(h);
 	h = merge(h, &t);
 	if (!insert(h, t)) {
 		os_unmap(h, h->map_size); /* merged ranges included: now ours */
@@ -228,14 +259,16 @@ bool huge_cache_put(struct pc_huge_header *h)
 	return true;
 }
 
-/* The best fit for `need` bytes among ranges in state `released` (see the
- * top), or -1 when there looks to be none. */
-static int best_slot(size_t need, bool released)
+/* The best fit for `need` bytes among ranges with resident data pages
+ * (`resident`) or wholly released ones (see the top), or -1 when there looks
+ * to be none. */
+static int best_slot(size_t need, bool resident)
 {
 	int best = -1, below = -1;
 	size_t best_size = SIZE_MAX, below_size = 0;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		if (!pc_load_relaxed(&slots[i]) || pc_load_relaxed(&slot_released[i]) != released)
+		if (!pc_load_relaxed(&slots[i]) ||
+		    (pc_load_relaxed(&slot_resident[i]) != 0) != resident)
 			continue;
 		size_t s = pc_load_relaxed(&slot_size[i]);
 		if (s >= need && s < best_size) {
@@ -250,15 +283,19 @@ static int best_slot(size_t need, bool released)
 }
 
 /* Fit a cached range h to `need` bytes: split off a tail beyond an eighth
- * too many (cached again, in h's state), or grow it with mremap. NULL (h
- * unmapped) on failure. */
-static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need)
+ * too many (cached again, its pages as they are), or grow it with mremap
+ * (the new pages read zero: the extents stay). NULL when it cannot grow: h
+ * is then cached again (cached at time t), so no address space is lost. */
+static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need, uint64_t t)
 {
 	size_t have = h->map_size;
 	if (have < need) {
+		/* mremap fails on a range that spans two mappings (ranges of
+		 * two mmaps joined here, which the kernel did not make one
+		 * because their flags or anon_vma differ): EFAULT. */
 		struct pc_huge_header *n = os_remap(h, have, need);
 		if (!n) {
-			os_unmap(h, have);
+			insert_or_unmap(h, t);
 			return NULL;
 		}
 		h = n;
@@ -268,7 +305,7 @@ static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need)
 		tail->map_size = have - need;
 		tail->align = PC_PAGE_SIZE;
 		tail->lent = false;
-		tail->released = h->released;
+		huge_dirty_split(h, need, tail);
 		insert_or_unmap(tail, pc_page_clock_ns());
 		have = need;
 	}
@@ -282,14 +319,15 @@ static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need)
 struct pc_huge_header *huge_cache_take(size_t need)
 {
 	for (int tries = 0; tries < 4; tries++) {
-		int i = best_slot(need, false);
+		int i = best_slot(need, true);
 		if (i < 0)
-			i = best_slot(need, true);
+			i = best_slot(need, false);
 		if (i < 0)
 			return NULL;
+		uint64_t t = pc_load_relaxed(&slot_time[i]);
 		struct pc_huge_header *h = take_slot((unsigned)i);
 		if (h)
-			return fit(h, need);
+			return fit(h, need, t);
 	}
 	return NULL;
 }

@@ -171,11 +171,13 @@ void *pc_calloc(size_t count, size_t size)
 	}
 	void *p = pc_malloc(total);
 	/* A huge block from a fresh mapping was zeroed by the kernel; one
-	 * from the cache of freed mappings holds old data. */
-	if (p && (total <= PC_LARGE_MAX || huge_recycled(p)))
+	 * from the cache of freed mappings holds old data where it is dirty. */
+	if (p && total <= PC_LARGE_MAX) {
 		memset(p, 0, total);
-	else if (p)
+	} else if (p) {
+		huge_zero(p, total);
 		pc_vg_defined(p, total);
+	}
 	return p;
 }
 

@@ -66,15 +66,27 @@ PC_INLINE unsigned pc_size_class(size_t size)
 	return pc_class_of8[(size + 7) >> 3];
 }
 
-/* Header in the page before a huge block's first byte. */
+/* A run of pages of a huge range that may hold data: bytes from the
+ * header, both page multiples (huge_dirty.c). */
+struct pc_huge_extent {
+	size_t off, len;
+};
+#define PC_HUGE_DIRTY_MAX 64
+
+/* Header in the page before a huge block's first byte. The dirty extents
+ * describe a cached range (and a block taken from the cache, until calloc
+ * has read them): sorted, disjoint, not touching, inside
+ * [PC_PAGE_SIZE, map_size); every data page outside them reads zero (never
+ * touched, or given back with MADV_DONTNEED) and is not resident. */
 struct pc_huge_header {
 	uint64_t magic;
 	void *map_base;      /* start of the mapping (the header page or before) */
 	size_t map_size;     /* bytes mapped */
 	size_t align;        /* alignment asked for (PC_PAGE_SIZE if none) */
-	bool recycled;       /* from the cache: contents not zero */
+	bool recycled;       /* not a fresh mapping: the dirty extents are valid */
 	bool lent;           /* a range lent by the page allocator (huge.c) */
-	bool released;       /* cached with its data pages given back (huge_cache.c) */
+	unsigned nr_dirty;   /* dirty extents in use */
+	struct pc_huge_extent dirty[PC_HUGE_DIRTY_MAX];
 };
 
 /* "init.c" */
@@ -106,7 +118,9 @@ void *huge_realloc(void *p, size_t size);
 const struct pc_huge_header *huge_header(const void *p);
 size_t huge_bytes_mapped(void);
 size_t huge_count(void);
-bool huge_recycled(const void *p);
+/* calloc's clearing of a huge block of `size` bytes: only the pages that
+ * may hold data (none for a fresh mapping). */
+void huge_zero(void *p, size_t size);
 /* "huge_cache.c": freed mappings kept for reuse (see the file). put is
  * false when the caller must unmap h itself; take returns a mapping of
  * exactly `need` bytes, header unwritten, or NULL. bytes: address space
@@ -119,6 +133,18 @@ size_t huge_cache_bytes(void);
 size_t huge_cache_resident(void);
 size_t huge_cache_resident_bound(void);
 extern _Atomic unsigned pc_huge_cache_test_cpus PC_HIDDEN; /* tests only: 0 = os_cpu_count() */
+/* "huge_dirty.c": the dirty extents of a range (struct pc_huge_header).
+ * all: every data page; bytes: their sum; join: append the range hi,
+ * which starts lo->map_size bytes after lo (before lo's size grows), its
+ * header page included; split: move what lies beyond `at` (where tail's
+ * header page starts) to tail; release: give them back (MADV_DONTNEED),
+ * none left; zero: clear them below `limit` bytes from the header. */
+void huge_dirty_all(struct pc_huge_header *h);
+size_t huge_dirty_bytes(const struct pc_huge_header *h);
+void huge_dirty_join(struct pc_huge_header *lo, const struct pc_huge_header *hi);
+void huge_dirty_split(struct pc_huge_header *h, size_t at, struct pc_huge_header *tail);
+void huge_dirty_release(struct pc_huge_header *h);
+void huge_dirty_zero(struct pc_huge_header *h, size_t limit);
 /* "huge_table.c": the set of live huge blocks (user pointers). insert fails
  * when the table cannot be mapped or is locally full. */
 bool huge_table_insert(const void *p);

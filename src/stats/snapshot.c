@@ -232,11 +232,14 @@ static void collect_totals(struct pc_stats_snapshot *s)
 	uint64_t large_pages = used_pages - PC_MIN(used_pages, slab_pages);
 	t->huge_blocks = huge_n;
 	t->huge_bytes = huge;
-	t->huge_cached = cached; /* still mapped and resident, not handed out */
+	/* Freed huge mappings kept for reuse: all still mapped, only
+	 * huge_cache_resident() of them resident (the rest released). */
+	t->huge_cached = cached;
 	t->mapped = (managed << PC_PAGE_SHIFT) + huge + cached;
 	t->active = (used_pages << PC_PAGE_SHIFT) + huge;
 	t->allocated = small + (large_pages << PC_PAGE_SHIFT) + (huge - huge_n * PC_PAGE_SIZE);
-	t->resident = t->mapped - (PC_MIN(free - PC_MIN(free, dirty), managed) << PC_PAGE_SHIFT);
+	t->resident = t->mapped - (PC_MIN(free - PC_MIN(free, dirty), managed) << PC_PAGE_SHIFT) -
+		      (cached - PC_MIN(cached, huge_cache_resident()));
 	t->released = released << PC_PAGE_SHIFT;
 	t->pcp_bytes = pcp << PC_PAGE_SHIFT;
 	t->rss = os_resident_bytes();

@@ -38,7 +38,7 @@
 	X(pcp_bytes)      /* bytes cached on per-CPU page lists */              \
 	X(huge_blocks)    /* huge blocks (own mapping each) live */             \
 	X(huge_bytes)     /* bytes mapped for them, header pages included */    \
-	X(huge_cached)    /* freed huge mappings kept for reuse (mapped) */     \
+	X(huge_cached)    /* freed huge mappings kept (mapped; part resident) */\
 	X(thread_ns)      /* thread time since statistics went on (wait share) */
 
 /* Per cache: the slabinfo 2.1 columns first, then the rest. */

@@ -11,6 +11,13 @@
  *                   MADV_HUGEPAGE ("hg" in its VmFlags in /proc/self/smaps,
  *                   where the kernel has THP); the block is usable to its
  *                   last byte.
+ *  first_extent     vm.huge_thp=1: the advice comes before the header is
+ *                   written, so the block's first 2 MiB (header page
+ *                   included) may get a huge page like the next 2 MiB: after
+ *                   touching a new block, the kernel mapping (VMA) cut at
+ *                   2 MiB (MADV_DONTFORK on the second 2 MiB) shows
+ *                   AnonHugePages in the first part wherever it shows it in
+ *                   the second (where the kernel gives none, both are 0).
  *  off              vm.huge_thp=0: blocks still work (any page alignment),
  *                   without the advice.
  *  slack_refused    in a child under RLIMIT_AS that leaves room for the
@@ -81,6 +88,43 @@ TEST(aligned)
 	}
 }
 
+/* AnonHugePages (kB) of the kernel mapping holding p, in /proc/self/smaps. */
+static long anon_huge_kb(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	REQUIRE(f != NULL);
+	char line[512];
+	bool inside = false;
+	long kb = -1;
+	while (kb < 0 && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+		else if (inside && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
+}
+
+TEST(first_extent)
+{
+	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 1, false) == 0);
+	pc_trim(); /* a new mapping */
+	char *p = pc_malloc(4 * MiB + 2 * PC_PAGE_SIZE);
+	REQUIRE(p != NULL);
+	char *base = (char *)header_of(p)->map_base;
+	REQUIRE((uintptr_t)base % THP == 0);
+	memset(p, 3, 4 * MiB);
+	REQUIRE(madvise(base + THP, THP, MADV_DONTFORK) == 0); /* cut at 2 MiB */
+	long first = anon_huge_kb(p), second = anon_huge_kb(base + THP);
+	CHECK(first >= 0 && second >= 0);
+	CHECK(first >= second); /* 2048 and 2048, or 0 and 0 */
+	REQUIRE(madvise(base + THP, THP, MADV_DOFORK) == 0);
+	pc_free(p);
+	pc_trim();
+}
+
 TEST(off)
 {
 	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 0, false) == 0);
@@ -121,6 +165,7 @@ TEST(slack_refused)
 int main(void)
 {
 	RUN(aligned);
+	RUN(first_extent);
 	RUN(off);
 	RUN(slack_refused);
 	return test_report();

@@ -1,0 +1,366 @@
+/*
+ * tests/unit/malloc/huge_reuse.c - what the huge cache keeps of a range
+ * (malloc/huge_cache.c, huge_dirty.c): resident and released parts joined,
+ * calloc clearing only the dirty pages, a range mremap cannot grow kept,
+ * the resident bound following recent frees, and the tail of a shrinking
+ * realloc cached.
+ *
+ * The delay is an hour and the page clock is moved on (pc_page_clock_advance)
+ * where a test wants time to pass; the bound counts one CPU
+ * (pc_huge_cache_test_cpus), so which range is released is decided by the
+ * order of the frees alone. No verdict depends on timing. Residency is read
+ * with mincore (exact, and blind to a sanitizer's shadow memory).
+ *
+ *  extents           the dirty-extent list itself: joins past
+ *                    PC_HUGE_DIRTY_MAX squeeze to a superset, split divides.
+ *  mixed_merge       a block freed next to a released range joins it: the
+ *                    40 MiB block they made comes back at the same address
+ *                    (the resident part alone would have been grown by
+ *                    mremap, and moved).
+ *  calloc_mixed      calloc of that joined range clears the resident part
+ *                    (reads zero) and faults in none of the released one.
+ *  calloc_released   calloc of a wholly released range: nothing resident
+ *                    after it, and it reads zero.
+ *  remap_refused     mremap refused (injected) while a cached range is
+ *                    grown for a larger block: the range stays cached.
+ *  remap_two_vmas    a cached range split into several mappings by the
+ *                    kernel (MADV_DONTFORK on its middle): mremap cannot grow
+ *                    it (EFAULT), the range stays cached and is reused whole
+ *                    (ThreadSanitizer grows by map + copy: no failure there).
+ *  bound_decays      the resident bound halves per delay passed without a
+ *                    free as large, down to the block freed now.
+ *  realloc_shrink    realloc to a third keeps the block in place and caches
+ *                    the tail (resident); freeing the block joins them again.
+ *
+ * PC_TEST_LABELS: tsan (os_remap is map + copy + unmap there)
+ */
+#define _GNU_SOURCE
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#include "malloc/malloc.h"
+
+#include <sys/mman.h>
+
+#define MiB ((size_t)1 << 20)
+#define DELAY_NS ((uint64_t)3600000 * 1000000u)
+
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+
+/* Bytes of [p, p + n) that are not v, one every `step`. */
+static size_t count_not(const char *p, size_t n, char v, size_t step)
+{
+	size_t bad = 0;
+	for (size_t i = 0; i < n; i += step)
+		bad += p[i] != v;
+	return bad;
+}
+
+/* Empty cache, one CPU in the bound, and the largest recent size forgotten
+ * (the next free sets it). */
+static void fresh_cache(void)
+{
+	REQUIRE(pc_malloc_init());
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_DELAY_MS, 3600000, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 0, false) == 0);
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 1);
+	pc_trim();
+	pc_page_clock_advance(100 * DELAY_NS);
+	CHECK_EQ(huge_cache_bytes(), 0);
+}
+
+/* Pages of address space mapped right before and after huge block p's
+ * mapping where they are free (MAP_FIXED_NOREPLACE), so that no block
+ * mapped later becomes its neighbour (neighbours are joined in the cache:
+ * the tests decide which ranges are). Unmapped by unguard(). */
+static void *guards[16];
+static unsigned nr_guards;
+
+static void guard(char *p)
+{
+	const struct pc_huge_header *h = huge_header(p);
+	REQUIRE(h != NULL);
+	char *side[2] = { (char *)h->map_base - PC_PAGE_SIZE, (char *)h->map_base + h->map_size };
+	for (int i = 0; i < 2; i++) {
+		void *g = mmap(side[i], PC_PAGE_SIZE, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		if (g == side[i] && nr_guards < 16)
+			guards[nr_guards++] = g;
+		else if (g != MAP_FAILED) /* an old kernel took it as a hint */
+			munmap(g, PC_PAGE_SIZE);
+	}
+}
+
+static void unguard(void)
+{
+	while (nr_guards)
+		munmap(guards[--nr_guards], PC_PAGE_SIZE);
+}
+
+/* A header on the heap, for the extent list alone. */
+static struct pc_huge_header *header(size_t map_size)
+{
+	struct pc_huge_header *h = calloc(1, sizeof(*h));
+	REQUIRE(h != NULL);
+	h->map_size = map_size;
+	return h;
+}
+
+/* The invariants of malloc.h: sorted, disjoint, not touching, inside. */
+static void check_extents(const struct pc_huge_header *h)
+{
+	CHECK(h->nr_dirty <= PC_HUGE_DIRTY_MAX);
+	for (unsigned i = 0; i < h->nr_dirty; i++) {
+		const struct pc_huge_extent *e = &h->dirty[i];
+		CHECK(e->len > 0 && e->off >= PC_PAGE_SIZE && e->off + e->len <= h->map_size);
+		if (i > 0)
+			CHECK(h->dirty[i - 1].off + h->dirty[i - 1].len < e->off);
+	}
+}
+
+static bool dirty_at(const struct pc_huge_header *h, size_t off)
+{
+	for (unsigned i = 0; i < h->nr_dirty; i++)
+		if (off >= h->dirty[i].off && off < h->dirty[i].off + h->dirty[i].len)
+			return true;
+	return false;
+}
+
+TEST(extents)
+{
+	const size_t P = PC_PAGE_SIZE;
+	struct pc_huge_header *lo = header(2 * P), *hi = header(3 * P);
+	huge_dirty_all(lo);
+	CHECK_EQ(lo->nr_dirty, 1);
+	CHECK_EQ(huge_dirty_bytes(lo), P);
+	/* 100 ranges of 3 pages with no dirty data: each adds its header page,
+	 * two pages apart from the last; past the limit the closest merge. */
+	for (int i = 0; i < 100; i++) {
+		size_t at = lo->map_size;
+		huge_dirty_join(lo, hi);
+		lo->map_size += hi->map_size;
+		check_extents(lo);
+		CHECK(dirty_at(lo, at)); /* every header page stays dirty */
+	}
+	CHECK_EQ(lo->nr_dirty, PC_HUGE_DIRTY_MAX);
+	for (size_t at = 2 * P; at < lo->map_size; at += 3 * P)
+		CHECK(dirty_at(lo, at));
+	size_t before = huge_dirty_bytes(lo);
+	/* Split at the 50th joined range: its header page becomes the tail's. */
+	size_t at = 2 * P + 50 * 3 * P;
+	struct pc_huge_header *tail = header(lo->map_size - at);
+	huge_dirty_split(lo, at, tail);
+	lo->map_size = at;
+	check_extents(lo);
+	check_extents(tail);
+	CHECK_EQ(huge_dirty_bytes(lo) + huge_dirty_bytes(tail) + P, before);
+	for (size_t o = 3 * P; o < tail->map_size; o += 3 * P)
+		CHECK(dirty_at(tail, o));
+	free(lo);
+	free(hi);
+	free(tail);
+}
+
+/*
+ * The joined range, made deterministic: q (30 MiB) and p (40 MiB) apart;
+ * p shrunk to 8 MiB by realloc (its 32 MiB tail cached, resident: the bound
+ * is the largest recent free, 32 MiB); q freed: over the bound, so the
+ * oldest, the tail, is released; then p freed next to it (q released in
+ * turn). Returns p: a 40 MiB range, resident in its first 8 MiB (touched
+ * with 'm'), released in the rest.
+ */
+static char *mixed_range(void)
+{
+	fresh_cache();
+	char *q = pc_malloc(30 * MiB);
+	REQUIRE(q != NULL);
+	guard(q);
+	char *p = pc_malloc(40 * MiB);
+	REQUIRE(p != NULL);
+	guard(p);
+	touch_pages(q, 30 * MiB, 'q');
+	touch_pages(p, 40 * MiB, 'm');
+	REQUIRE(pc_realloc(p, 8 * MiB) == p);
+	CHECK_EQ(huge_cache_resident(), 32 * MiB);
+	CHECK_EQ(huge_cache_resident_bound(), 32 * MiB);
+	pc_free(q);
+	CHECK_EQ(resident_pages(p + 8 * MiB + PC_PAGE_SIZE, 31 * MiB / PC_PAGE_SIZE), 0);
+	pc_free(p);
+	CHECK_EQ(huge_cache_bytes(), 70 * MiB + 2 * PC_PAGE_SIZE);
+	CHECK(huge_cache_resident() <= 8 * MiB + 4 * PC_PAGE_SIZE);
+	unguard();
+	return p;
+}
+
+TEST(mixed_merge)
+{
+	char *p = mixed_range();
+	char *r = pc_malloc(40 * MiB);
+	CHECK(r == p); /* one range again, not 8 MiB grown elsewhere */
+	REQUIRE(r != NULL);
+	CHECK_EQ(count_not(r, 8 * MiB, 'm', PC_PAGE_SIZE), 0); /* the resident part kept */
+	pc_free(r);
+	pc_trim();
+}
+
+TEST(calloc_mixed)
+{
+	char *p = mixed_range();
+	char *r = pc_calloc(1, 40 * MiB);
+	REQUIRE(r != NULL);
+	CHECK(r == p);
+	/* Cleared: the resident 8 MiB (and the tail's header page); not
+	 * faulted in: the released 32 MiB. */
+	CHECK(resident_pages(r, 40 * MiB / PC_PAGE_SIZE) <= 8 * MiB / PC_PAGE_SIZE + 4);
+	CHECK_EQ(count_not(r, 40 * MiB, 0, 512), 0);
+	pc_free(r);
+	pc_trim();
+}
+
+TEST(calloc_released)
+{
+	fresh_cache();
+	char *q = pc_malloc(20 * MiB);
+	REQUIRE(q != NULL);
+	guard(q);
+	char *p = pc_malloc(20 * MiB);
+	REQUIRE(p != NULL);
+	guard(p);
+	touch_pages(p, 20 * MiB, 'p');
+	touch_pages(q, 20 * MiB, 'q');
+	pc_free(p);
+	pc_free(q); /* two blocks over a bound of one: p's range released */
+	CHECK_EQ(resident_pages(p, 20 * MiB / PC_PAGE_SIZE), 0);
+	char *m = pc_malloc(20 * MiB); /* a resident range first: q's */
+	CHECK(m == q);
+	char *c = pc_calloc(1, 20 * MiB);
+	CHECK(c == p);
+	REQUIRE(c && m);
+	CHECK_EQ(resident_pages(c, 20 * MiB / PC_PAGE_SIZE), 0); /* no memset */
+	CHECK_EQ(count_not(c, 20 * MiB, 0, 512), 0);
+	pc_free(c);
+	pc_free(m);
+	unguard();
+	pc_trim();
+}
+
+TEST(remap_refused)
+{
+	fresh_cache();
+	char *p = pc_malloc(20 * MiB);
+	REQUIRE(p != NULL);
+	pc_free(p);
+	CHECK_EQ(huge_cache_bytes(), 20 * MiB + PC_PAGE_SIZE);
+	unsigned long injected = os_injected_failures();
+	os_inject_map_failures(0, 1); /* the mremap growing the range */
+	char *q = pc_malloc(30 * MiB);
+	os_inject_map_failures(0, 0);
+	CHECK_EQ(os_injected_failures(), injected + 1);
+	REQUIRE(q != NULL); /* a new mapping */
+	touch_pages(q, 30 * MiB, 1);
+	CHECK_EQ(huge_cache_bytes(), 20 * MiB + PC_PAGE_SIZE); /* kept, not unmapped */
+	char *r = pc_malloc(20 * MiB);
+	CHECK(r == p);
+	pc_free(r);
+	pc_free(q);
+	pc_trim();
+}
+
+TEST(remap_two_vmas)
+{
+	fresh_cache();
+	char *p = pc_malloc(20 * MiB);
+	REQUIRE(p != NULL);
+	touch_pages(p, 20 * MiB, 1);
+	pc_free(p);
+	/* Two kernel mappings under one cached range, as when two mmaps with
+	 * different flags or anon_vma were joined. */
+	REQUIRE(madvise(p + 8 * MiB, 4 * MiB, MADV_DONTFORK) == 0);
+	char *q = pc_malloc(30 * MiB);
+	REQUIRE(q != NULL);
+	touch_pages(q, 30 * MiB, 2);
+	CHECK_EQ(count_not(q, 30 * MiB, 2, PC_PAGE_SIZE), 0);
+#if !defined(TEST_TSAN)
+	CHECK_EQ(huge_cache_bytes(), 20 * MiB + PC_PAGE_SIZE); /* kept */
+	char *r = pc_malloc(20 * MiB);
+	CHECK(r == p);
+	pc_free(r);
+#endif
+	pc_free(q);
+	pc_trim();
+}
+
+TEST(bound_decays)
+{
+	fresh_cache();
+	char *p = pc_malloc(40 * MiB);
+	REQUIRE(p != NULL);
+	pc_free(p);
+	CHECK_EQ(huge_cache_resident_bound(), 40 * MiB + PC_PAGE_SIZE);
+	pc_trim();
+	char *q = pc_malloc(5 * MiB);
+	REQUIRE(q != NULL);
+	pc_free(q); /* within the delay: the 40 MiB stays the largest */
+	CHECK_EQ(huge_cache_resident_bound(), 40 * MiB + PC_PAGE_SIZE);
+	pc_page_clock_advance(DELAY_NS + 1000000);
+	q = pc_malloc(5 * MiB);
+	REQUIRE(q != NULL);
+	pc_free(q); /* one delay later: halved */
+	CHECK_EQ(huge_cache_resident_bound(), (40 * MiB + PC_PAGE_SIZE) / 2);
+	pc_page_clock_advance(3 * DELAY_NS + 1000000);
+	q = pc_malloc(5 * MiB);
+	REQUIRE(q != NULL);
+	pc_free(q); /* three more: an eighth of that is below 5 MiB */
+	CHECK_EQ(huge_cache_resident_bound(), 5 * MiB + PC_PAGE_SIZE);
+	p = pc_malloc(30 * MiB);
+	REQUIRE(p != NULL);
+	pc_free(p); /* a larger one counts at once */
+	CHECK_EQ(huge_cache_resident_bound(), 30 * MiB + PC_PAGE_SIZE);
+	pc_trim();
+}
+
+TEST(realloc_shrink)
+{
+	fresh_cache();
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 2); /* the block and its tail */
+	char *p = pc_malloc(24 * MiB);
+	REQUIRE(p != NULL);
+	touch_pages(p, 24 * MiB, 's');
+	char *q = pc_realloc(p, 8 * MiB);
+	CHECK(q == p);
+	REQUIRE(q != NULL);
+	CHECK_EQ(pc_malloc_usable_size(q), 8 * MiB);
+	CHECK_EQ(huge_cache_bytes(), 16 * MiB);    /* the tail, cached */
+	CHECK_EQ(huge_cache_resident(), 16 * MiB); /* with its pages */
+	CHECK_EQ(count_not(q, 8 * MiB, 's', PC_PAGE_SIZE), 0);
+	pc_free(q);
+	CHECK_EQ(huge_cache_bytes(), 24 * MiB + PC_PAGE_SIZE); /* joined */
+	long f0 = minor_faults();
+	char *r = pc_malloc(24 * MiB);
+	CHECK(r == p);
+	REQUIRE(r != NULL);
+	touch_pages(r, 24 * MiB, 't');
+	CHECK(minor_faults() - f0 < 16); /* the tail's pages were kept */
+	pc_free(r);
+	pc_trim();
+}
+
+int main(void)
+{
+	RUN(extents);
+	RUN(mixed_merge);
+	RUN(calloc_mixed);
+	RUN(calloc_released);
+	RUN(remap_refused);
+	RUN(remap_two_vmas);
+	RUN(bound_decays);
+	RUN(realloc_shrink);
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 0);
+	return test_report();
+}
