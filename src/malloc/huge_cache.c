@@ -75,14 +75,19 @@ size_t huge_cache_resident(void)
 	return pc_load_relaxed(&resident_bytes);
 }
 
-/* Test hook: the CPU count the bound uses (0 = the machine's), so that a
- * test can exceed the bound whatever machine it runs on. */
+/* Test hooks: the CPU count the bound uses (0 = the machine's), so that a
+ * test can exceed the bound whatever machine it runs on; the bound itself
+ * (0 = computed), so that a test decides which frees release what. */
 _Atomic unsigned pc_huge_cache_test_cpus;
+_Atomic size_t pc_huge_cache_test_bound;
 
 /* Resident bytes the cache may hold: one block per CPU (see the top). */
 size_t huge_cache_resident_bound(void)
 {
 	size_t bound = (size_t)pc_option(PC_OPT_VM_HUGE_CACHE_KB) << 10;
+	size_t forced = pc_load_relaxed(&pc_huge_cache_test_bound);
+	if (forced)
+		return forced;
 	unsigned cpus = pc_load_relaxed(&pc_huge_cache_test_cpus);
 	size_t per_cpu = (size_t)pc_load_relaxed(&largest_freed) * (cpus ? cpus : os_cpu_count());
 	return per_cpu < bound ? per_cpu : bound;
@@ -219,12 +224,17 @@ static int oldest_resident(void)
 	return oldest;
 }
 
-/* Release the pages of the oldest resident ranges (the header page stays)
- * until the resident bytes are within the bound; the ranges stay cached. */
+/* Release pages of the oldest resident ranges, from their ends (the header
+ * page stays), until the resident bytes are within the bound: no more than
+ * the excess, so a range joined from several blocks keeps the front the
+ * next taker gets (fit). The ranges stay cached. */
 static void shed_resident(void)
 {
 	size_t bound = huge_cache_resident_bound();
-	for (unsigned n = 0; n < CACHE_SLOTS && pc_load_relaxed(&resident_bytes) > bound; n++) {
+	for (unsigned n = 0; n < CACHE_SLOTS; n++) {
+		size_t resident = pc_load_relaxed(&resident_bytes);
+		if (resident <= bound)
+			return;
 		int i = oldest_resident();
 		if (i < 0)
 			return;
@@ -232,7 +242,7 @@ static void shed_resident(void)
 		struct pc_huge_header *h = take_slot((unsigned)i);
 		if (!h)
 			continue;
-		huge_dirty_release(h);
+		huge_dirty_release(h, resident - bound);
 		insert_or_unmap(h, t);
 	}
 }
@@ -282,13 +292,41 @@ static int best_slot(size_t need, bool resident)
 	return best >= 0 ? best : below;
 }
 
-/* Fit a cached range h to `need` bytes: split off a tail beyond an eighth
- * too many (cached again, its pages as they are), or grow it with mremap
- * (the new pages read zero: the extents stay). NULL when it cannot grow: h
- * is then cached again (cached at time t), so no address space is lost. */
+/* Where in range h (larger than `need`) a block of `need` bytes reuses the
+ * most resident pages: the offset of its header page, at the start of h's
+ * largest dirty extent (where a freed block joined to the range below kept
+ * its header page; 0, the front, when that is all or nothing); 0 or at
+ * least two pages, so that the front left is a range of its own. */
+static size_t place(const struct pc_huge_header *h, size_t need)
+{
+	size_t off = 0, len = 0;
+	for (unsigned i = 0; i < h->nr_dirty; i++)
+		if (h->dirty[i].len > len) {
+			len = h->dirty[i].len;
+			off = h->dirty[i].off;
+		}
+	off = PC_MIN(off, h->map_size - need);
+	return off < 2 * PC_PAGE_SIZE ? 0 : off;
+}
+
+/* Fit a cached range h to `need` bytes: place the block where its pages
+ * are resident (the front before it cached again), split off a tail beyond
+ * an eighth too many (cached again, its pages as they are), or grow it with
+ * mremap (the new pages read zero: the extents stay). NULL when it cannot
+ * grow: h is then cached again (cached at time t), so no address space is
+ * lost. */
 static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need, uint64_t t)
 {
-	size_t have = h->map_size;
+	size_t have = h->map_size, front = have > need ? place(h, need) : 0;
+	if (front) {
+		struct pc_huge_header *block = (void *)((char *)h + front);
+		block->map_size = have - front;
+		huge_dirty_split(h, front, block);
+		h->map_size = front;
+		insert_or_unmap(h, t);
+		h = block;
+		have -= front;
+	}
 	if (have < need) {
 		/* mremap fails on a range that spans two mappings (ranges of
 		 * two mmaps joined here, which the kernel did not make one

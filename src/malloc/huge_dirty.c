@@ -108,17 +108,34 @@ void huge_dirty_split(struct pc_huge_header *h, size_t at, struct pc_huge_header
 	h->nr_dirty = keep;
 }
 
-void huge_dirty_release(struct pc_huge_header *h)
+size_t huge_dirty_release(struct pc_huge_header *h, size_t want)
 {
 	unsigned n = h->nr_dirty;
-	if (n == 0)
-		return;
+	if (n == 0 || want == 0)
+		return 0;
+	/* From the last extent down until `want` (rounded up to pages) is
+	 * covered; the list changes only once the pages are gone. */
+	want = pc_align_up(want, PC_PAGE_SIZE);
+	size_t hi = h->dirty[n - 1].off + h->dirty[n - 1].len, lo = hi, done = 0, cut = 0;
+	while (n > 0 && done < want) {
+		const struct pc_huge_extent *e = &h->dirty[n - 1];
+		cut = PC_MIN(e->len, want - done);
+		lo = e->off + e->len - cut;
+		done += cut;
+		if (cut < e->len)
+			break; /* the extent keeps its front */
+		n--;
+		cut = 0;
+	}
 	/* One call for the span: pages in the gaps are not resident, so
 	 * MADV_DONTNEED only walks their page tables. A failure (it does not
 	 * fail on a range we own) keeps the extents: still correct. */
-	size_t lo = h->dirty[0].off, hi = h->dirty[n - 1].off + h->dirty[n - 1].len;
-	if (os_release((char *)h + lo, hi - lo) == 0)
-		h->nr_dirty = 0;
+	if (os_release((char *)h + lo, hi - lo) != 0)
+		return 0;
+	if (cut)
+		h->dirty[n - 1].len -= cut;
+	h->nr_dirty = n;
+	return done;
 }
 
 void huge_dirty_zero(struct pc_huge_header *h, size_t limit)

@@ -11,9 +11,9 @@
  *   huge   beyond: a mapping of its own with one header page in front
  *          (on a 2 MiB boundary, with MADV_HUGEPAGE, if vm.huge_thp = 1),
  *          cached for reuse after free (under the release delay, bounded
- *          in bytes; best fit, split and merged, resident up to one block
- *          per CPU, the rest kept as address space), then unmapped;
- *          resized with mremap. When the OS
+ *          in bytes; best fit, split and merged, resident up to one recent
+ *          block per CPU, the rest kept as address space), then unmapped;
+ *          grown with mremap, shrunk in place (the tail cached). When the OS
  *          refuses the mapping, a range of free pages of a region, lent by
  *          the page allocator (same layout; never unmapped or remapped).
  *
@@ -133,17 +133,19 @@ size_t huge_cache_bytes(void);
 size_t huge_cache_resident(void);
 size_t huge_cache_resident_bound(void);
 extern _Atomic unsigned pc_huge_cache_test_cpus PC_HIDDEN; /* tests only: 0 = os_cpu_count() */
+extern _Atomic size_t pc_huge_cache_test_bound PC_HIDDEN;  /* tests only: 0 = computed */
 /* "huge_dirty.c": the dirty extents of a range (struct pc_huge_header).
  * all: every data page; bytes: their sum; join: append the range hi,
  * which starts lo->map_size bytes after lo (before lo's size grows), its
  * header page included; split: move what lies beyond `at` (where tail's
- * header page starts) to tail; release: give them back (MADV_DONTNEED),
- * none left; zero: clear them below `limit` bytes from the header. */
+ * header page starts) to tail; release: give back (MADV_DONTNEED) the last
+ * `want` bytes of them (SIZE_MAX: all), returns the bytes given back; zero:
+ * clear them below `limit` bytes from the header. */
 void huge_dirty_all(struct pc_huge_header *h);
 size_t huge_dirty_bytes(const struct pc_huge_header *h);
 void huge_dirty_join(struct pc_huge_header *lo, const struct pc_huge_header *hi);
 void huge_dirty_split(struct pc_huge_header *h, size_t at, struct pc_huge_header *tail);
-void huge_dirty_release(struct pc_huge_header *h);
+size_t huge_dirty_release(struct pc_huge_header *h, size_t want);
 void huge_dirty_zero(struct pc_huge_header *h, size_t limit);
 /* "huge_table.c": the set of live huge blocks (user pointers). insert fails
  * when the table cannot be mapped or is locally full. */

@@ -21,6 +21,10 @@
  *                    (reads zero) and faults in none of the released one.
  *  calloc_released   calloc of a wholly released range: nothing resident
  *                    after it, and it reads zero.
+ *  place_resident    a range released at both ends and resident in the
+ *                    middle (the bound forced, pc_huge_cache_test_bound):
+ *                    a block the middle's size is placed there, not at the
+ *                    front, and finds its pages resident.
  *  remap_refused     mremap refused (injected) while a cached range is
  *                    grown for a larger block: the range stays cached.
  *  remap_two_vmas    a cached range split into several mappings by the
@@ -168,32 +172,34 @@ TEST(extents)
 }
 
 /*
- * The joined range, made deterministic: q (30 MiB) and p (40 MiB) apart;
+ * The joined range, made deterministic: q (36 MiB) and p (40 MiB) apart;
  * p shrunk to 8 MiB by realloc (its 32 MiB tail cached, resident: the bound
- * is the largest recent free, 32 MiB); q freed: over the bound, so the
- * oldest, the tail, is released; then p freed next to it (q released in
- * turn). Returns p: a 40 MiB range, resident in its first 8 MiB (touched
- * with 'm'), released in the rest.
+ * is the largest recent free, 32 MiB); q freed: the bound is q's size now,
+ * and the excess, the whole tail (the oldest), is released; then p freed
+ * next to it (as much of q's end released in turn). Returns p: a 40 MiB
+ * range, resident in its first 8 MiB (touched with 'm'), released in the
+ * rest.
  */
 static char *mixed_range(void)
 {
 	fresh_cache();
-	char *q = pc_malloc(30 * MiB);
+	char *q = pc_malloc(36 * MiB);
 	REQUIRE(q != NULL);
 	guard(q);
 	char *p = pc_malloc(40 * MiB);
 	REQUIRE(p != NULL);
 	guard(p);
-	touch_pages(q, 30 * MiB, 'q');
+	touch_pages(q, 36 * MiB, 'q');
 	touch_pages(p, 40 * MiB, 'm');
 	REQUIRE(pc_realloc(p, 8 * MiB) == p);
 	CHECK_EQ(huge_cache_resident(), 32 * MiB);
 	CHECK_EQ(huge_cache_resident_bound(), 32 * MiB);
 	pc_free(q);
 	CHECK_EQ(resident_pages(p + 8 * MiB + PC_PAGE_SIZE, 31 * MiB / PC_PAGE_SIZE), 0);
+	CHECK_EQ(huge_cache_resident(), 36 * MiB + PC_PAGE_SIZE); /* q alone */
 	pc_free(p);
-	CHECK_EQ(huge_cache_bytes(), 70 * MiB + 2 * PC_PAGE_SIZE);
-	CHECK(huge_cache_resident() <= 8 * MiB + 4 * PC_PAGE_SIZE);
+	CHECK_EQ(huge_cache_bytes(), 76 * MiB + 2 * PC_PAGE_SIZE);
+	CHECK_EQ(huge_cache_resident(), huge_cache_resident_bound()); /* q's end went */
 	unguard();
 	return p;
 }
@@ -246,6 +252,39 @@ TEST(calloc_released)
 	CHECK_EQ(count_not(c, 20 * MiB, 0, 512), 0);
 	pc_free(c);
 	pc_free(m);
+	unguard();
+	pc_trim();
+}
+
+TEST(place_resident)
+{
+	fresh_cache();
+	char *p = pc_malloc(40 * MiB);
+	REQUIRE(p != NULL);
+	guard(p);
+	touch_pages(p, 40 * MiB, 1);
+	pc_free(p);
+	/* One mapping cut in four: [w 8 MiB][y 8 MiB][x 16 MiB][rest]. */
+	char *w = pc_malloc(8 * MiB), *y = pc_malloc(8 * MiB), *x = pc_malloc(16 * MiB);
+	REQUIRE(w && y && x);
+	CHECK(w == p && y == w + 8 * MiB + PC_PAGE_SIZE && x == y + 8 * MiB + PC_PAGE_SIZE);
+	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
+	pc_free(y); /* the rest and y released */
+	CHECK_EQ(huge_cache_resident(), 0);
+	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
+	touch_pages(x, 16 * MiB, 'x');
+	pc_free(x); /* joined with both: released, resident, released */
+	CHECK(huge_cache_resident() >= 16 * MiB);
+	char *r = pc_malloc(16 * MiB);
+	CHECK(r == x);
+	REQUIRE(r != NULL);
+	CHECK_EQ(resident_pages(r, 16 * MiB / PC_PAGE_SIZE), 16 * MiB / PC_PAGE_SIZE);
+	CHECK_EQ(count_not(r, 16 * MiB, 'x', PC_PAGE_SIZE), 0);
+	char *f = pc_malloc(8 * MiB); /* the front, cached on its own */
+	CHECK(f == y);
+	pc_free(f);
+	pc_free(r);
+	pc_free(w);
 	unguard();
 	pc_trim();
 }
@@ -357,6 +396,7 @@ int main(void)
 	RUN(mixed_merge);
 	RUN(calloc_mixed);
 	RUN(calloc_released);
+	RUN(place_resident);
 	RUN(remap_refused);
 	RUN(remap_two_vmas);
 	RUN(bound_decays);
