@@ -35,6 +35,10 @@
  *                    free as large, down to the block freed now.
  *  realloc_shrink    realloc to a third keeps the block in place and caches
  *                    the tail (resident); freeing the block joins them again.
+ *  threads_mixed     4 threads, bound of 1 CPU (ranges joined, split, placed,
+ *                    released in part all the time): malloc, calloc (reads
+ *                    zero), realloc down and up (contents kept); every
+ *                    block's pattern intact when freed.
  *
  * PC_TEST_LABELS: tsan (os_remap is map + copy + unmap there)
  */
@@ -44,6 +48,7 @@
 
 #include "malloc/malloc.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #define MiB ((size_t)1 << 20)
@@ -390,6 +395,63 @@ TEST(realloc_shrink)
 	pc_trim();
 }
 
+/* One thread of threads_mixed: nonzero is the check that failed. */
+static void *mixed_worker(void *arg)
+{
+	uint64_t x = (uintptr_t)arg * 0x9e3779b97f4a7c15ULL + 7;
+	for (int i = 0; i < 16; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		size_t n = 5 * MiB + (size_t)(x % (20 * MiB));
+		bool zeroed = x & 1;
+		char *p = zeroed ? pc_calloc(1, n) : pc_malloc(n);
+		if (!p)
+			return (void *)1;
+		if (zeroed)
+			for (size_t o = 0; o < n; o += 4096 + 64)
+				if (p[o] != 0)
+					return (void *)2;
+		char v = (char)(x >> 40 | 1);
+		for (size_t o = 0; o < n; o += PC_PAGE_SIZE)
+			p[o] = v;
+		size_t m = n / 3 > 5 * MiB ? n / 3 : 5 * MiB;
+		if (x & 2) { /* shrink (the tail cached), then grow back */
+			char *q = pc_realloc(p, m);
+			if (!q)
+				return (void *)3;
+			p = pc_realloc(q, n);
+			if (!p)
+				return (void *)4;
+			for (size_t o = 0; o < m; o += PC_PAGE_SIZE)
+				if (p[o] != v)
+					return (void *)5;
+			for (size_t o = pc_align_up(m, PC_PAGE_SIZE); o < n; o += PC_PAGE_SIZE)
+				p[o] = v; /* the pages grown */
+		}
+		for (size_t o = 0; o < n; o += PC_PAGE_SIZE)
+			if (p[o] != v)
+				return (void *)6;
+		pc_free(p);
+	}
+	return NULL;
+}
+
+TEST(threads_mixed)
+{
+	fresh_cache();
+	pthread_t t[4];
+	for (uintptr_t i = 0; i < 4; i++)
+		REQUIRE(pthread_create(&t[i], NULL, mixed_worker, (void *)(i + 1)) == 0);
+	for (int i = 0; i < 4; i++) {
+		void *rc = NULL;
+		REQUIRE(pthread_join(t[i], &rc) == 0);
+		CHECK_EQ((uintptr_t)rc, 0);
+	}
+	CHECK(huge_cache_resident() <= huge_cache_bytes());
+	pc_trim();
+	CHECK_EQ(huge_cache_bytes(), 0);
+	CHECK_EQ(huge_cache_resident(), 0);
+}
+
 int main(void)
 {
 	RUN(extents);
@@ -401,6 +463,7 @@ int main(void)
 	RUN(remap_two_vmas);
 	RUN(bound_decays);
 	RUN(realloc_shrink);
+	RUN(threads_mixed);
 	pc_store_relaxed(&pc_huge_cache_test_cpus, 0);
 	return test_report();
 }
