@@ -46,6 +46,7 @@
 #include "slab/barn.c"
 #include "malloc/init.c"
 #include "malloc/large.c"
+#include "malloc/medium.c"
 #include "malloc/huge.c"
 #include "malloc/huge_table.c"
 #include "malloc/huge_cache.c"

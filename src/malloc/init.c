@@ -138,6 +138,7 @@ void pc_malloc_classes_create(void)
 static void huge_release_hook(void)
 {
 	huge_cache_expire();
+	medium_decay(); /* and the per-CPU medium blocks of idle CPUs */
 }
 
 static bool malloc_init_once(void)
@@ -149,6 +150,10 @@ static bool malloc_init_once(void)
 	 * the size classes before any cache the program creates. */
 	bool ok = pc_page_try_init() &&
 		  (pc_sheaf_mode() != PC_SHEAF_MODE_THREAD || make_every_class());
+	/* The medium cache needs rseq (medium.c); without the memory it stays
+	 * off, which costs speed, not correctness. */
+	if (ok && pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ && !medium_init())
+		pc_message("malloc: no memory for the medium cache; it stays off");
 	if (ok && !pc_page_release_hook_add(huge_release_hook))
 		pc_message("malloc: no release hook slot left; the release thread will not expire cached huge blocks");
 	errno = ok ? saved : ENOMEM;

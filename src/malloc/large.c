@@ -10,6 +10,10 @@
  * from slabs (page/run.c says why). An alignment above a page is a run
  * placed at that alignment.
  *
+ * Medium blocks (PC_MEDIUM_MIN_PAGES .. PC_PCP_MAX_RUN pages) are first
+ * looked for in, and freed to, malloc's per-CPU cache of them (medium.c):
+ * no lock when it serves the call.
+ *
  * The head page descriptor records the page count (state PC_PG_LARGE, aux =
  * n, which the page layer keeps for runs); realloc shrinks a block in place
  * always (the tail goes back to the zone) and grows it in place when the
@@ -22,10 +26,16 @@ static size_t pages_of(size_t size)
 	return (size + PC_PAGE_SIZE - 1) >> PC_PAGE_SHIFT;
 }
 
+/* A medium block (no alignment above a page) from the per-CPU cache first
+ * (medium.c), else a run from the page allocator. */
 void *large_alloc(size_t size, size_t align)
 {
 	size_t pages = pages_of(size);
-	char *p = pc_alloc_run_aligned(pages, PC_MAX(align, PC_PAGE_SIZE) >> PC_PAGE_SHIFT);
+	char *p = NULL;
+	if (pc_likely(pages >= PC_MEDIUM_MIN_PAGES && pages <= PC_PCP_MAX_RUN && align <= PC_PAGE_SIZE))
+		p = medium_cache_pop(pages);
+	if (!p)
+		p = pc_alloc_run_aligned(pages, PC_MAX(align, PC_PAGE_SIZE) >> PC_PAGE_SHIFT);
 	if (!p)
 		return NULL;
 	struct pc_page *pg = pc_page_of_owned(p);
@@ -34,11 +44,17 @@ void *large_alloc(size_t size, size_t align)
 	return p;
 }
 
+/* A medium block goes to the per-CPU cache (medium.c), which gives it to
+ * the page allocator when full; the state is cleared first, so a second
+ * free of it is an invalid pointer wherever the block is. */
 void large_free(struct pc_page *pg, void *p)
 {
 	size_t pages = pg->aux;
 	pc_pg_set_state(pg, PC_PG_NONE);
-	pc_free_run(p, pages);
+	if (pages >= PC_MEDIUM_MIN_PAGES && pages <= PC_PCP_MAX_RUN)
+		medium_cache_push(p, pages);
+	else
+		pc_free_run(p, pages);
 }
 
 size_t large_usable(const struct pc_page *pg)

@@ -26,6 +26,7 @@
 void malloc_reclaim(void)
 {
 	pc_slab_reclaim();
+	medium_flush(); /* before the drain: the blocks go to the per-CPU lists */
 	pc_page_drain_all();
 	huge_cache_flush(); /* the delayed pool goes back before we fail */
 }
@@ -300,6 +301,7 @@ size_t pc_trim(void)
 		return 0;
 	pc_vg_enter(); /* flushing slabs writes free pointers into free objects */
 	pc_slab_reclaim();
+	medium_flush();
 	size_t released = huge_cache_flush() + pc_page_trim();
 	pc_vg_leave();
 	return released;

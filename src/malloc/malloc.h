@@ -109,6 +109,48 @@ void large_free(struct pc_page *pg, void *p);
 size_t large_usable(const struct pc_page *pg);
 bool large_shrink_in_place(struct pc_page *pg, void *p, size_t new_size);
 bool large_grow_in_place(struct pc_page *pg, void *p, size_t new_size);
+/* "medium.c": the per-CPU cache of medium blocks (rseq mode; see the file).
+ * Classes: runs of PC_MEDIUM_MIN_PAGES .. PC_PCP_MAX_RUN pages. */
+#define PC_MEDIUM_MIN_PAGES ((PC_SMALL_MAX >> PC_PAGE_SHIFT) + 1)
+#define PC_MEDIUM_CLASSES   (PC_PCP_MAX_RUN - PC_MEDIUM_MIN_PAGES + 1)
+#define PC_MEDIUM_STACK_MAX 64 /* blocks a stack (one class, one CPU) can hold */
+/* The slots of class k for every CPU start at pc_medium_slots + k *
+ * pc_medium_stride; NULL while the cache is off (no rseq, not started). */
+extern _Atomic(char *) pc_medium_slots PC_HIDDEN;
+extern size_t pc_medium_stride PC_HIDDEN;
+bool medium_init(void);
+size_t medium_flush(void);            /* every CPU's blocks to the pages; bytes */
+size_t medium_decay(void);            /* those of CPUs idle since the last call */
+size_t medium_cached_bytes(void);     /* bytes held by the cache (racy sum) */
+size_t medium_capacity_bytes(unsigned cpu); /* its stacks' capacities (racy) */
+void medium_cache_free_slow(void *p, unsigned pages);
+PC_COLD void medium_cache_twice(void *p);
+/* A cached block of `pages` pages (PC_MEDIUM_MIN_PAGES..PC_PCP_MAX_RUN) from
+ * this CPU's stack, or NULL: one rseq pop, no lock. */
+PC_INLINE void *medium_cache_pop(size_t pages)
+{
+	char *slots = pc_load_relaxed(&pc_medium_slots);
+	if (pc_likely(slots != NULL))
+		return os_rseq_pop(slots + (pages - PC_MEDIUM_MIN_PAGES) * pc_medium_stride);
+	return NULL;
+}
+/* Keep a free block of `pages` pages on this CPU's stack (one rseq push, no
+ * lock); when full, the slow path grows the stack within the budget or gives
+ * the block to the page allocator. */
+PC_INLINE void medium_cache_push(void *p, size_t pages)
+{
+	char *slots = pc_load_relaxed(&pc_medium_slots);
+	if (pc_unlikely(slots == NULL)) {
+		pc_free_run(p, pages);
+		return;
+	}
+	int pushed = os_rseq_push(slots + (pages - PC_MEDIUM_MIN_PAGES) * pc_medium_stride, p);
+	if (pc_likely(pushed > 0))
+		return;
+	if (pushed < 0)
+		medium_cache_twice(p);
+	medium_cache_free_slow(p, (unsigned)pages);
+}
 /* "huge.c" */
 void *huge_alloc(size_t size, size_t align);
 /* false if p was not (or no longer) a live huge block: a double free. */

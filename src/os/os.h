@@ -158,7 +158,11 @@ bool os_rseq_setup(void);
  *     capacity alone (capacity comes first for this reason).
  *   bool os_rseq_slot_cas(void *base, unsigned cpu, void *old, void *new):
  *     on CPU cpu only: if slot cpu holds old, store new; true if stored,
- *     false if the caller runs elsewhere or the slot changed. */
+ *     false if the caller runs elsewhere or the slot changed.
+ *   bool os_rseq_stack_resize(void *base, unsigned cpu, stack, old, new):
+ *     on CPU cpu only: if slot cpu holds stack, its capacity is old and its
+ *     count <= new, set its capacity to new (malloc's medium cache grows
+ *     and shrinks a stack in place this way, malloc/medium.c). */
 #include "rseq_x86_64.h"
 /* membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ): abort or wait out every
  * running rseq critical section of the process (a full barrier on each CPU

@@ -175,4 +175,43 @@ fail:
 	return false;
 }
 
+/* On CPU cpu only: if slot cpu holds stack, stack->capacity is old_cap and
+ * stack->count <= new_cap, store new_cap into stack->capacity; true if
+ * stored, false if the caller runs elsewhere or any test failed. Run on that
+ * CPU, the store aborts every section of that CPU that read the old
+ * capacity and has not committed yet, so once it returns no push on that
+ * CPU can leave more than new_cap objects on the stack. */
+static inline __attribute__((always_inline)) bool os_rseq_stack_resize(void *base, unsigned cpu,
+								       struct os_rseq_stack *stack,
+								       uint32_t old_cap, uint32_t new_cap)
+{
+	uintptr_t tmp;
+	void **slot = (void **)((char *)base + ((uintptr_t)cpu << OS_RSEQ_SLOT_SHIFT));
+	__asm__ volatile goto(
+		".Larm%=:\n\t"
+		"leaq .Lcs%=(%%rip), %[tmp]\n\t"        /* our descriptor */
+		"movq %[tmp], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &descriptor */
+		".Lstart%=:\n\t"
+		"movl %%fs:4(%[off]), %k[tmp]\n\t"      /* the CPU we run on (or negative) */
+		"cmpl %[cpu], %k[tmp]\n\t"              /* not cpu: fail */
+		"jne %l[fail]\n\t"
+		"cmpq %[stack], (%[slot])\n\t"          /* the slot holds another stack: fail */
+		"jne %l[fail]\n\t"
+		"cmpl %[old], (%[stack])\n\t"           /* capacity changed meanwhile: fail */
+		"jne %l[fail]\n\t"
+		"cmpl %[new], 4(%[stack])\n\t"          /* count > new_cap: fail */
+		"ja %l[fail]\n\t"
+		"movl %[new], (%[stack])\n"              /* commit: capacity = new_cap */
+		".Lend%=:\n\t"
+		OS_RSEQ_SECTION_TAIL
+		: [tmp] "=&r"(tmp)
+		: [slot] "r"(slot), [cpu] "r"(cpu), [stack] "r"(stack), [old] "r"(old_cap),
+		  [new] "r"(new_cap), [off] "r"(os_rseq_offset)
+		: "memory", "cc"
+		: fail);
+	return true;
+fail:
+	return false;
+}
+
 #endif /* PC_OS_RSEQ_X86_64_H */

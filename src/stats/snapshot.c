@@ -228,6 +228,7 @@ static void collect_totals(struct pc_stats_snapshot *s)
 		small += s->caches[i].active_objs * s->caches[i].object_size;
 	}
 	uint64_t huge = huge_bytes_mapped(), huge_n = huge_count(), cached = huge_cache_bytes();
+	uint64_t medium = medium_cached_bytes(); /* in use for the page layer, free for us */
 	uint64_t used_pages = managed - PC_MIN(managed, free + pcp);
 	uint64_t large_pages = used_pages - PC_MIN(used_pages, slab_pages);
 	t->huge_blocks = huge_n;
@@ -237,7 +238,9 @@ static void collect_totals(struct pc_stats_snapshot *s)
 	t->huge_cached = cached;
 	t->mapped = (managed << PC_PAGE_SHIFT) + huge + cached;
 	t->active = (used_pages << PC_PAGE_SHIFT) + huge;
-	t->allocated = small + (large_pages << PC_PAGE_SHIFT) + (huge - huge_n * PC_PAGE_SIZE);
+	t->medium_cached = medium;
+	t->allocated = small + (large_pages << PC_PAGE_SHIFT) - PC_MIN(medium, large_pages << PC_PAGE_SHIFT) +
+		       (huge - huge_n * PC_PAGE_SIZE);
 	t->resident = t->mapped - (PC_MIN(free - PC_MIN(free, dirty), managed) << PC_PAGE_SHIFT) -
 		      (cached - PC_MIN(cached, huge_cache_resident()));
 	t->released = released << PC_PAGE_SHIFT;

@@ -39,6 +39,7 @@
 	X(huge_blocks)    /* huge blocks (own mapping each) live */             \
 	X(huge_bytes)     /* bytes mapped for them, header pages included */    \
 	X(huge_cached)    /* freed huge mappings kept (mapped; part resident) */\
+	X(medium_cached)  /* free medium blocks on malloc's per-CPU stacks */   \
 	X(thread_ns)      /* thread time since statistics went on (wait share) */
 
 /* Per cache: the slabinfo 2.1 columns first, then the rest. */

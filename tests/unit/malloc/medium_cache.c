@@ -1,0 +1,461 @@
+/*
+ * tests/unit/malloc/medium_cache.c - malloc's per-CPU cache of medium blocks
+ * (malloc/medium.c): reuse without the page allocator, the bound in bytes
+ * per CPU, every way it is emptied, and contents under threads, migration,
+ * fork and thread churn (PC_TEST_LABELS: tsan).
+ *
+ * The cache exists in rseq mode only; in the fallback (thread mode, and
+ * ThreadSanitizer builds) the same tests run and check that it stays off
+ * (nothing cached) while every block keeps its contents. No verdict depends
+ * on timing: the CPU a block goes to is forced by pinning (pin_cpu), decay
+ * passes are called directly, and the flush before an allocation fails is
+ * forced under RLIMIT_AS in a child.
+ *
+ *  reuse             pinned: a freed 16 KiB block is cached and the next
+ *                    malloc of that size returns it; 12 KiB does not.
+ *  double_free       in a child, freeing a cached block again is fatal.
+ *  bounded           a budget of 256 KiB: 100 frees of 16 KiB, then of 64
+ *                    KiB: the capacities and the contents of CPU 0 never
+ *                    exceed it, and the second class takes the budget over
+ *                    from the first (its blocks evicted).
+ *  trim_empties      pc_trim leaves nothing cached.
+ *  decay             a decay pass flushes a CPU unchanged since the last
+ *                    pass (the second through the release thread's pass),
+ *                    and keeps one that changed.
+ *  tunable_live      while threads allocate and free, malloc.medium_cache_kb
+ *                    = 0 empties the cache and keeps it empty; raised
+ *                    again, blocks are cached again; contents checked.
+ *  threads_migrate   32 threads on all CPUs, each moving itself between
+ *                    CPUs (sched_setaffinity) every few blocks, every size
+ *                    3..64 pages, contents checked at every free.
+ *  fork_during       threads allocate and free while the main thread forks;
+ *                    each child uses every size, trims, checks the page
+ *                    allocator and exits 0.
+ *  thread_churn      200 short threads; afterwards the cache is within its
+ *                    bound on every CPU and trim empties it.
+ *  oom_flushes       in a child under RLIMIT_AS, 16 MiB of 256 KiB blocks
+ *                    cached, then 12 KiB blocks until malloc fails: by then
+ *                    the cache is empty and its pages were reused; after
+ *                    freeing, malloc works again.
+ */
+#define _GNU_SOURCE
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#include "malloc/malloc.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KiB ((size_t)1024)
+#define MiB ((size_t)1 << 20)
+
+static bool cache_on(void)
+{
+	return pc_load_relaxed(&pc_medium_slots) != NULL;
+}
+
+/* Each block carries its owner's stamp in its first and last word. */
+static void stamp(char *p, size_t size, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+	memcpy(p + size - sizeof(v), &v, sizeof(v));
+	p[size / 2] = (char)v;
+}
+
+static bool stamped(const char *p, size_t size, uint64_t v)
+{
+	uint64_t a, b;
+	memcpy(&a, p, sizeof(a));
+	memcpy(&b, p + size - sizeof(b), sizeof(b));
+	return a == v && b == v && p[size / 2] == (char)v;
+}
+
+TEST(mode)
+{
+	REQUIRE(pc_malloc_init());
+	/* The cache is on exactly in rseq mode (init.c). */
+	CHECK_EQ(cache_on(), pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ);
+	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
+}
+
+TEST(reuse)
+{
+	REQUIRE(pin_cpu(0));
+	pc_trim();
+	CHECK_EQ(medium_cached_bytes(), 0);
+	char *p = pc_malloc(16 * KiB);
+	REQUIRE(p != NULL);
+	stamp(p, 16 * KiB, 1);
+	pc_free(p);
+	if (!cache_on()) {
+		CHECK_EQ(medium_cached_bytes(), 0);
+		return;
+	}
+	CHECK_EQ(medium_cached_bytes(), 16 * KiB);
+	char *r = pc_malloc(12 * KiB); /* another class: not that block */
+	CHECK(r != p);
+	char *q = pc_malloc(16 * KiB - 100);
+	CHECK(q == p);
+	CHECK_EQ(pc_malloc_usable_size(q), 16 * KiB);
+	CHECK_EQ(medium_cached_bytes(), 0);
+	pc_free(q);
+	pc_free(r);
+	CHECK_EQ(medium_cached_bytes(), 28 * KiB);
+	pc_trim();
+}
+
+static int double_free_child(void)
+{
+	pin_cpu(0);
+	char *p = pc_malloc(20 * KiB);
+	if (!p)
+		return 2;
+	pc_free(p);
+	if (medium_cached_bytes() != 20 * KiB)
+		return 3;
+	pc_free(p); /* fatal: p is cached, not allocated */
+	return 0;
+}
+
+TEST(double_free)
+{
+	if (!cache_on())
+		return;
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY); /* the fatal message */
+		if (fd >= 0)
+			dup2(fd, 2);
+		_exit(double_free_child());
+	}
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFSIGNALED(status));
+}
+
+TEST(bounded)
+{
+	REQUIRE(pin_cpu(0));
+	pc_trim();
+	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 256);
+	static char *b[100];
+	const size_t sizes[2] = { 16 * KiB, 64 * KiB };
+	for (int s = 0; s < 2; s++) {
+		for (int i = 0; i < 100; i++)
+			REQUIRE((b[i] = pc_malloc(sizes[s])) != NULL);
+		for (int i = 0; i < 100; i++) {
+			pc_free(b[i]);
+			CHECK(medium_capacity_bytes(0) <= 256 * KiB);
+			CHECK(medium_cached_bytes() <= 256 * KiB);
+		}
+		if (cache_on()) /* the class got (almost) all of it */
+			CHECK(medium_cached_bytes() >= 256 * KiB - sizes[s] - 16 * KiB);
+	}
+	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
+	pc_trim();
+}
+
+TEST(trim_empties)
+{
+	REQUIRE(pin_cpu(0));
+	static char *b[64];
+	for (unsigned i = 0; i < 62; i++)
+		REQUIRE((b[i] = pc_malloc((i + 3) * PC_PAGE_SIZE)) != NULL);
+	for (unsigned i = 0; i < 62; i++)
+		pc_free(b[i]);
+	if (cache_on())
+		CHECK(medium_cached_bytes() > 0);
+	pc_trim();
+	CHECK_EQ(medium_cached_bytes(), 0);
+	CHECK_EQ(medium_capacity_bytes(0), 0);
+	CHECK(pc_page_check());
+}
+
+TEST(decay)
+{
+	REQUIRE(pin_cpu(0));
+	pc_trim();
+	char *p = pc_malloc(40 * KiB), *q = pc_malloc(40 * KiB);
+	REQUIRE(p && q);
+	pc_free(p);
+	medium_decay(); /* records CPU 0's counts */
+	pc_free(q);     /* changes them */
+	medium_decay(); /* so CPU 0 is kept */
+	if (cache_on())
+		CHECK_EQ(medium_cached_bytes(), 80 * KiB);
+	/* Unchanged since: the release thread's pass (its hook) flushes it. */
+	pc_page_release_thread_pass();
+	CHECK_EQ(medium_cached_bytes(), 0);
+}
+
+/* ---- threads ---------------------------------------------------------------- */
+
+struct worker {
+	pthread_t t;
+	unsigned id, rounds;
+	bool migrate;
+	_Atomic bool *stop;
+	long bad;
+};
+
+static size_t worker_size(uint64_t *rng)
+{
+	size_t pages = 3 + test_rand(rng) % 62;
+	return pages * PC_PAGE_SIZE - test_rand(rng) % 4000;
+}
+
+/* Keep up to 8 blocks, freeing and allocating at random, every block
+ * checked before it is freed; with migrate, move to another CPU every few
+ * blocks (sched_setaffinity), so blocks are freed on other CPUs than the
+ * one they came from. Runs `rounds` steps, or until *stop when rounds is 0. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t rng = 0x9e3779b97f4a7c15ULL * (w->id + 1);
+	char *live[8] = { 0 };
+	size_t size[8] = { 0 };
+	unsigned ncpu = os_cpu_count();
+	for (unsigned i = 0; w->rounds ? i < w->rounds : !pc_load_relaxed(w->stop); i++) {
+		unsigned j = (unsigned)(test_rand(&rng) % 8);
+		uint64_t v = ((uint64_t)w->id << 32) | j;
+		if (live[j]) {
+			if (!stamped(live[j], size[j], v))
+				w->bad++;
+			pc_free(live[j]);
+		}
+		size[j] = worker_size(&rng);
+		live[j] = pc_malloc(size[j]);
+		if (!live[j]) {
+			w->bad++;
+			break;
+		}
+		stamp(live[j], size[j], v);
+		if (w->migrate && i % 5 == 0) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET((w->id + i / 5) % ncpu, &set);
+			sched_setaffinity(0, sizeof(set), &set);
+		}
+	}
+	for (unsigned j = 0; j < 8; j++) {
+		if (live[j] && !stamped(live[j], size[j], ((uint64_t)w->id << 32) | j))
+			w->bad++;
+		pc_free(live[j]);
+	}
+	return NULL;
+}
+
+static long run_workers(struct worker *w, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		REQUIRE(pthread_create(&w[i].t, NULL, worker_main, &w[i]) == 0);
+	long bad = 0;
+	for (unsigned i = 0; i < n; i++) {
+		REQUIRE(pthread_join(w[i].t, NULL) == 0);
+		bad += w[i].bad;
+	}
+	return bad;
+}
+
+static void unpin(void)
+{
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	for (unsigned c = 0; c < os_cpu_count(); c++)
+		CPU_SET(c, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+static size_t bound_all_cpus(void)
+{
+	size_t most = 0;
+	for (unsigned c = 0; c < os_cpu_count(); c++)
+		most = PC_MAX(most, medium_capacity_bytes(c));
+	return most;
+}
+
+TEST(threads_migrate)
+{
+	unpin();
+	static struct worker w[32];
+	unsigned n = scaled(32, 4);
+	for (unsigned i = 0; i < n; i++)
+		w[i] = (struct worker){ .id = i, .rounds = scaled(3000, 10), .migrate = true };
+	CHECK_EQ(run_workers(w, n), 0);
+	CHECK(bound_all_cpus() <= 2048 * KiB);
+	pc_trim();
+	CHECK_EQ(medium_cached_bytes(), 0);
+	CHECK(pc_page_check());
+}
+
+TEST(tunable_live)
+{
+	unpin();
+	static struct worker w[8];
+	static _Atomic bool stop;
+	pc_store_relaxed(&stop, false);
+	for (unsigned i = 0; i < 8; i++)
+		w[i] = (struct worker){ .id = 100 + i, .stop = &stop, .migrate = i % 2 };
+	for (unsigned i = 0; i < 8; i++)
+		REQUIRE(pthread_create(&w[i].t, NULL, worker_main, &w[i]) == 0);
+	for (int round = 0; round < 3; round++) {
+		set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 0);
+		/* Empty at once, and stays so while the workers run. */
+		for (int i = 0; i < 200; i++) {
+			CHECK_EQ(medium_cached_bytes(), 0);
+			CHECK_EQ(bound_all_cpus(), 0);
+			sched_yield();
+		}
+		set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 128);
+		for (int i = 0; i < 200; i++) {
+			CHECK(bound_all_cpus() <= 128 * KiB);
+			sched_yield();
+		}
+		set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
+	}
+	pc_store_relaxed(&stop, true);
+	long bad = 0;
+	for (unsigned i = 0; i < 8; i++) {
+		REQUIRE(pthread_join(w[i].t, NULL) == 0);
+		bad += w[i].bad;
+	}
+	CHECK_EQ(bad, 0);
+	pc_trim();
+	CHECK_EQ(medium_cached_bytes(), 0);
+}
+
+/* In a child of a fork taken while workers ran: every size, contents,
+ * trim, the page allocator's invariants. Nonzero: the step that failed. */
+static int fork_child(void)
+{
+	static char *b[62];
+	for (unsigned i = 0; i < 62; i++) {
+		size_t size = (i + 3) * PC_PAGE_SIZE;
+		if (!(b[i] = pc_malloc(size)))
+			return 2;
+		stamp(b[i], size, i);
+	}
+	for (unsigned i = 0; i < 62; i++) {
+		if (!stamped(b[i], (i + 3) * PC_PAGE_SIZE, i))
+			return 3;
+		pc_free(b[i]);
+	}
+	for (unsigned i = 0; i < 62; i++) /* again, from the cache */
+		if (!(b[i] = pc_malloc((i + 3) * PC_PAGE_SIZE)))
+			return 4;
+	for (unsigned i = 0; i < 62; i++)
+		pc_free(b[i]);
+	pc_trim();
+	if (medium_cached_bytes() != 0)
+		return 5;
+	return pc_page_check() ? 0 : 6;
+}
+
+TEST(fork_during)
+{
+	unpin();
+	static struct worker w[6];
+	static _Atomic bool stop;
+	pc_store_relaxed(&stop, false);
+	for (unsigned i = 0; i < 6; i++)
+		w[i] = (struct worker){ .id = 200 + i, .stop = &stop, .migrate = true };
+	for (unsigned i = 0; i < 6; i++)
+		REQUIRE(pthread_create(&w[i].t, NULL, worker_main, &w[i]) == 0);
+	for (unsigned i = 0; i < scaled(20, 4); i++) {
+		check_in_child(fork_child);
+		/* A decay pass and a flush beside the workers, in the parent too. */
+		medium_decay();
+		if (i % 4 == 0)
+			medium_flush();
+	}
+	pc_store_relaxed(&stop, true);
+	long bad = 0;
+	for (unsigned i = 0; i < 6; i++) {
+		REQUIRE(pthread_join(w[i].t, NULL) == 0);
+		bad += w[i].bad;
+	}
+	CHECK_EQ(bad, 0);
+}
+
+TEST(thread_churn)
+{
+	unpin();
+	for (unsigned round = 0; round < scaled(50, 5); round++) {
+		struct worker w[4];
+		for (unsigned i = 0; i < 4; i++)
+			w[i] = (struct worker){ .id = 300 + round * 4 + i, .rounds = 50 };
+		CHECK_EQ(run_workers(w, 4), 0);
+	}
+	CHECK(bound_all_cpus() <= 2048 * KiB);
+	pc_trim();
+	CHECK_EQ(medium_cached_bytes(), 0);
+	CHECK(pc_page_check());
+}
+
+/* ---- out of memory ------------------------------------------------------------ */
+
+static void *small_blocks[1 << 16];
+
+/* In a child: it sets a limit on address space. Nonzero: the step that failed. */
+static int oom_child(void)
+{
+	if (!pin_cpu(0))
+		return 2;
+	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 64 * 1024);
+	static char *big[64];
+	for (int i = 0; i < 64; i++)
+		if (!(big[i] = pc_malloc(256 * KiB)))
+			return 3;
+	for (int i = 0; i < 64; i++)
+		pc_free(big[i]);
+	bool on = cache_on();
+	if (on && medium_cached_bytes() != 16 * MiB)
+		return 4;
+	struct rlimit rl = { mapped_bytes() + MiB, 0 };
+	rl.rlim_max = rl.rlim_cur;
+	if (setrlimit(RLIMIT_AS, &rl) != 0)
+		return 5;
+	size_t n = 0;
+	while (n < (1 << 16) && (small_blocks[n] = pc_malloc(12 * KiB)) != NULL)
+		n++;
+	if (n == (1 << 16))
+		return 6; /* never failed: the limit did not hold */
+	if (medium_cached_bytes() != 0)
+		return 7; /* failed with blocks still cached */
+	/* The cached pages were used before malloc gave up. */
+	bool reused = !on;
+	for (size_t i = 0; i < n && !reused; i++)
+		for (int j = 0; j < 64 && !reused; j++)
+			reused = (char *)small_blocks[i] >= big[j] && (char *)small_blocks[i] < big[j] + 256 * KiB;
+	if (!reused)
+		return 8;
+	for (size_t i = 0; i < n; i++)
+		pc_free(small_blocks[i]);
+	char *p = pc_malloc(256 * KiB), *q = pc_malloc(16 * KiB);
+	return p && q ? 0 : 9;
+}
+
+TEST(oom_flushes)
+{
+	check_in_child(oom_child);
+}
+
+int main(void)
+{
+	RUN(mode);
+	RUN(reuse);
+	RUN(double_free);
+	RUN(bounded);
+	RUN(trim_empties);
+	RUN(decay);
+	RUN(threads_migrate);
+	RUN(tunable_live);
+	RUN(fork_during);
+	RUN(thread_churn);
+	RUN(oom_flushes);
+	return test_report();
+}
