@@ -21,16 +21,16 @@
  *     (capacity - count) of other classes of c, then their blocks (evicted
  *     to the page allocator), when the budget has not enough left;
  *   - in a flush (below), which sets them to 0.
- * So the bytes a CPU's stacks hold never exceed the budget: a push commits
+ * So the bytes a CPU's medium_stacks hold never exceed the budget: a push commits
  * only below the capacity it read in its section, and a lowered capacity
  * aborts every section of that CPU that read the old one.
  *
  * Flush (medium_flush: pc_trim, the out-of-memory retry, a lower budget;
- * medium_decay: the release thread's passes, for CPUs whose stacks did not
+ * medium_decay: the release thread's passes, for CPUs whose medium_stacks did not
  * change since the last pass): under each flushed CPU's lock, store a
  * pointer to an empty stack (capacity 0) into each of its slots, then one
  * os_rseq_fence (membarrier RSEQ): every section that read an old pointer
- * has then been aborted or has committed, so the old stacks are the
+ * has then been aborted or has committed, so the old medium_stacks are the
  * flusher's. Their blocks go back to the page allocator (pc_free_run), their
  * capacities and counts to 0, and the slots get them back (release store).
  *
@@ -62,32 +62,32 @@ _Atomic(char *) pc_medium_slots;
 size_t pc_medium_stride;
 
 /* Stack bytes: header + PC_MEDIUM_STACK_MAX pointers, a multiple of 64. */
-#define STACK_BYTES pc_align_up(sizeof(struct os_rseq_stack) + PC_MEDIUM_STACK_MAX * sizeof(void *), 64)
+#define MEDIUM_STACK_BYTES pc_align_up(sizeof(struct os_rseq_stack) + PC_MEDIUM_STACK_MAX * sizeof(void *), 64)
 
 struct medium_cpu {
 	struct pc_spin lock;
-	uint32_t used;   /* sum of capacity * pages over this CPU's stacks (lock) */
+	uint32_t used;   /* sum of capacity * pages over this CPU's medium_stacks (lock) */
 	uint32_t cursor; /* next class to take unused capacity from (lock) */
-	uint64_t sig;    /* the stacks' counts at the last decay pass (decay_lock) */
-	bool idle;       /* the last decay pass found them unchanged (decay_lock) */
+	uint64_t sig;    /* the medium_stacks' counts at the last decay pass (medium_decay_lock) */
+	bool idle;       /* the last decay pass found them unchanged (medium_decay_lock) */
 	char pad[32];
 };
 
-static char *stacks;                 /* [cpu][class] stacks of STACK_BYTES */
-static struct medium_cpu *cpus;      /* [cpu] */
-static unsigned ncpus;
-static _Atomic uint32_t budget_pages; /* malloc.medium_cache_kb in pages */
+static char *medium_stacks;                 /* [cpu][class] medium_stacks of MEDIUM_STACK_BYTES */
+static struct medium_cpu *medium_cpus;      /* [cpu] */
+static unsigned medium_ncpus;
+static _Atomic uint32_t medium_budget; /* malloc.medium_cache_kb in pages */
 /* The empty stack flushes point slots to (capacity 0, count 0). */
-static struct os_rseq_stack empty_stack __attribute__((aligned(64)));
+static struct os_rseq_stack medium_empty __attribute__((aligned(64)));
 /* Serialises decay passes (sig, idle): the release thread's and tests'. */
-static struct pc_spin decay_lock;
+static struct pc_spin medium_decay_lock;
 
-static struct os_rseq_stack *stack_of(unsigned cpu, unsigned k)
+static struct os_rseq_stack *medium_stack_of(unsigned cpu, unsigned k)
 {
-	return (struct os_rseq_stack *)(stacks + ((size_t)cpu * PC_MEDIUM_CLASSES + k) * STACK_BYTES);
+	return (struct os_rseq_stack *)(medium_stacks + ((size_t)cpu * PC_MEDIUM_CLASSES + k) * MEDIUM_STACK_BYTES);
 }
 
-static void **slot_of(unsigned cpu, unsigned k)
+static void **medium_slot_of(unsigned cpu, unsigned k)
 {
 	char *slots = pc_load_relaxed(&pc_medium_slots);
 	return (void **)(slots + k * pc_medium_stride + ((size_t)cpu << OS_RSEQ_SLOT_SHIFT));
@@ -95,7 +95,7 @@ static void **slot_of(unsigned cpu, unsigned k)
 
 /* The stack fields the fast paths write inside rseq sections, read here
  * racily (the owner CPU may commit meanwhile; callers re-check under rseq). */
-static uint32_t read_u32(const uint32_t *p)
+static uint32_t medium_read_u32(const uint32_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
@@ -108,13 +108,13 @@ static uint32_t read_u32(const uint32_t *p)
  * budget. Called with the CPU's lock held, on (presumably) `cpu`: a resize
  * run elsewhere fails and takes nothing (a pop run elsewhere takes a block
  * of that CPU's stack, which is harmless). */
-static uint32_t shrink_class(unsigned cpu, unsigned k, uint32_t want, bool evict)
+static uint32_t medium_shrink_class(unsigned cpu, unsigned k, uint32_t want, bool evict)
 {
-	struct os_rseq_stack *st = stack_of(cpu, k);
+	struct os_rseq_stack *st = medium_stack_of(cpu, k);
 	void *base = pc_load_relaxed(&pc_medium_slots) + k * pc_medium_stride;
-	uint32_t pages = k + PC_MEDIUM_MIN_PAGES, cap = read_u32(&st->capacity);
+	uint32_t pages = k + PC_MEDIUM_MIN_PAGES, cap = medium_read_u32(&st->capacity);
 	for (uint32_t i = 0; evict && i < cap; i++) {
-		uint32_t count = read_u32(&st->count);
+		uint32_t count = medium_read_u32(&st->count);
 		if (count == 0 || (cap - PC_MIN(cap, count)) * pages >= want)
 			break;
 		void *p = os_rseq_pop(base);
@@ -122,7 +122,7 @@ static uint32_t shrink_class(unsigned cpu, unsigned k, uint32_t want, bool evict
 			break;
 		pc_free_run(p, pages);
 	}
-	uint32_t count = read_u32(&st->count);
+	uint32_t count = medium_read_u32(&st->count);
 	if (count >= cap || !os_rseq_stack_resize(base, cpu, st, cap, count))
 		return 0;
 	return (cap - count) * pages;
@@ -131,14 +131,14 @@ static uint32_t shrink_class(unsigned cpu, unsigned k, uint32_t want, bool evict
 /* Give the budget `want` pages back from classes of `cpu` other than
  * `keep`: first their unused capacity (capacity - count), then, if that is
  * not enough, their blocks (evicted, newest first). Called with mc->lock. */
-static void take_budget(struct medium_cpu *mc, unsigned cpu, unsigned keep, uint32_t want)
+static void medium_take_budget(struct medium_cpu *mc, unsigned cpu, unsigned keep, uint32_t want)
 {
 	uint32_t got = 0;
 	for (int evict = 0; evict < 2 && got < want; evict++)
 		for (unsigned i = 0; i < PC_MEDIUM_CLASSES && got < want; i++) {
 			unsigned k = (mc->cursor + i) % PC_MEDIUM_CLASSES;
 			if (k != keep)
-				got += shrink_class(cpu, k, want - got, evict);
+				got += medium_shrink_class(cpu, k, want - got, evict);
 		}
 	mc->used -= PC_MIN(got, mc->used);
 	mc->cursor = (mc->cursor + 1) % PC_MEDIUM_CLASSES;
@@ -149,26 +149,26 @@ static void take_budget(struct medium_cpu *mc, unsigned cpu, unsigned keep, uint
  * under the CPU's lock: a lower budget's flush takes that lock after
  * storing it, so no capacity granted under the old budget outlives the
  * flush. */
-static bool grow(unsigned pages)
+static bool medium_grow(unsigned pages)
 {
 	int32_t cpu = os_rseq_cpu_id();
-	if (cpu < 0 || (unsigned)cpu >= ncpus)
+	if (cpu < 0 || (unsigned)cpu >= medium_ncpus)
 		return false;
-	struct medium_cpu *mc = &cpus[cpu];
+	struct medium_cpu *mc = &medium_cpus[cpu];
 	if (!pc_spin_trylock(&mc->lock))
 		return false; /* a flusher or another slow path: go to the pages */
-	uint32_t budget = pc_load_relaxed(&budget_pages);
+	uint32_t budget = pc_load_relaxed(&medium_budget);
 	unsigned k = pages - PC_MEDIUM_MIN_PAGES;
-	struct os_rseq_stack *st = stack_of((unsigned)cpu, k);
-	uint32_t cap = read_u32(&st->capacity);
+	struct os_rseq_stack *st = medium_stack_of((unsigned)cpu, k);
+	uint32_t cap = medium_read_u32(&st->capacity);
 	/* Grow by half again (at least one block), up to the stack's room. */
 	uint32_t to = PC_MIN(PC_MEDIUM_STACK_MAX, cap + PC_MAX(1u, cap / 2));
 	uint32_t want = (to - cap) * pages;
 	if (budget >= pages && to > cap && mc->used + want > budget)
-		take_budget(mc, (unsigned)cpu, k, mc->used + want - budget);
+		medium_take_budget(mc, (unsigned)cpu, k, mc->used + want - budget);
 	if (mc->used + want > budget) /* what the budget has left */
 		to = cap + (budget > mc->used ? (budget - mc->used) / pages : 0);
-	bool grown = to > cap && os_rseq_stack_resize(slot_of(0, k), (unsigned)cpu, st, cap, to);
+	bool grown = to > cap && os_rseq_stack_resize(medium_slot_of(0, k), (unsigned)cpu, st, cap, to);
 	if (grown)
 		mc->used += (to - cap) * pages;
 	pc_spin_unlock(&mc->lock);
@@ -177,7 +177,7 @@ static bool grow(unsigned pages)
 
 PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 {
-	if (grow(pages) && os_rseq_push(slot_of(0, pages - PC_MEDIUM_MIN_PAGES), p) == 1)
+	if (medium_grow(pages) && os_rseq_push(medium_slot_of(0, pages - PC_MEDIUM_MIN_PAGES), p) == 1)
 		return;
 	pc_free_run(p, pages);
 }
@@ -192,17 +192,17 @@ PC_NOINLINE PC_COLD void medium_cache_twice(void *p)
 /* Flush every CPU, or (idle_only) those whose `idle` is set. Takes their
  * locks blocking, in CPU order; no other lock of ours is held. Returns the
  * bytes given back to the page allocator. */
-static size_t flush_cpus(bool idle_only)
+static size_t medium_flush_cpus(bool idle_only)
 {
 	if (!pc_load_relaxed(&pc_medium_slots))
 		return 0;
 	bool any = false;
-	for (unsigned c = 0; c < ncpus; c++) {
-		if (idle_only && !cpus[c].idle)
+	for (unsigned c = 0; c < medium_ncpus; c++) {
+		if (idle_only && !medium_cpus[c].idle)
 			continue;
-		pc_spin_lock(&cpus[c].lock);
+		pc_spin_lock(&medium_cpus[c].lock);
 		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
-			pc_store_release((void *_Atomic *)slot_of(c, k), (void *)&empty_stack);
+			pc_store_release((void *_Atomic *)medium_slot_of(c, k), (void *)&medium_empty);
 		any = true;
 	}
 	if (!any)
@@ -210,11 +210,11 @@ static size_t flush_cpus(bool idle_only)
 	/* Every section that read an old slot pointer is now aborted or done. */
 	os_rseq_fence();
 	size_t pages = 0;
-	for (unsigned c = 0; c < ncpus; c++) {
-		if (idle_only && !cpus[c].idle)
+	for (unsigned c = 0; c < medium_ncpus; c++) {
+		if (idle_only && !medium_cpus[c].idle)
 			continue;
 		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
-			struct os_rseq_stack *st = stack_of(c, k);
+			struct os_rseq_stack *st = medium_stack_of(c, k);
 			unsigned n = k + PC_MEDIUM_MIN_PAGES;
 			for (uint32_t i = 0; i < st->count; i++)
 				pc_free_run(st->objects[i], n);
@@ -222,48 +222,48 @@ static size_t flush_cpus(bool idle_only)
 			st->count = 0;
 			st->capacity = 0;
 			/* Release: the zeroed stack before the pointer to it. */
-			pc_store_release((void *_Atomic *)slot_of(c, k), (void *)st);
+			pc_store_release((void *_Atomic *)medium_slot_of(c, k), (void *)st);
 		}
-		cpus[c].used = 0;
-		pc_spin_unlock(&cpus[c].lock);
+		medium_cpus[c].used = 0;
+		pc_spin_unlock(&medium_cpus[c].lock);
 	}
 	return pages << PC_PAGE_SHIFT;
 }
 
 size_t medium_flush(void)
 {
-	return flush_cpus(false);
+	return medium_flush_cpus(false);
 }
 
-/* The counts of a CPU's stacks, as one number (racy reads: a statistic). */
-static uint64_t cpu_signature(unsigned c, bool *holds)
+/* The counts of a CPU's medium_stacks, as one number (racy reads: a statistic). */
+static uint64_t medium_signature(unsigned c, bool *holds)
 {
 	uint64_t sig = 0;
 	*holds = false;
 	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
-		uint32_t n = read_u32(&stack_of(c, k)->count);
+		uint32_t n = medium_read_u32(&medium_stack_of(c, k)->count);
 		sig = sig * 0x100000001b3ULL + n;
 		*holds |= n != 0;
 	}
 	return sig;
 }
 
-/* Flush the CPUs whose stacks hold blocks and have not changed since the
+/* Flush the CPUs whose medium_stacks hold blocks and have not changed since the
  * previous call: one pass of the idle decay (the release thread's hook).
  * Returns the bytes given back. */
 size_t medium_decay(void)
 {
 	if (!pc_load_relaxed(&pc_medium_slots))
 		return 0;
-	pc_spin_lock(&decay_lock);
-	for (unsigned c = 0; c < ncpus; c++) {
+	pc_spin_lock(&medium_decay_lock);
+	for (unsigned c = 0; c < medium_ncpus; c++) {
 		bool holds;
-		uint64_t sig = cpu_signature(c, &holds);
-		cpus[c].idle = holds && sig == cpus[c].sig;
-		cpus[c].sig = sig;
+		uint64_t sig = medium_signature(c, &holds);
+		medium_cpus[c].idle = holds && sig == medium_cpus[c].sig;
+		medium_cpus[c].sig = sig;
 	}
-	size_t bytes = flush_cpus(true);
-	pc_spin_unlock(&decay_lock);
+	size_t bytes = medium_flush_cpus(true);
+	pc_spin_unlock(&medium_decay_lock);
 	return bytes;
 }
 
@@ -272,9 +272,9 @@ size_t medium_cached_bytes(void)
 	if (!pc_load_relaxed(&pc_medium_slots))
 		return 0;
 	size_t pages = 0;
-	for (unsigned c = 0; c < ncpus; c++)
+	for (unsigned c = 0; c < medium_ncpus; c++)
 		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
-			pages += (size_t)read_u32(&stack_of(c, k)->count) * (k + PC_MEDIUM_MIN_PAGES);
+			pages += (size_t)medium_read_u32(&medium_stack_of(c, k)->count) * (k + PC_MEDIUM_MIN_PAGES);
 	return pages << PC_PAGE_SHIFT;
 }
 
@@ -282,19 +282,19 @@ size_t medium_cached_bytes(void)
  * between classes under it). */
 size_t medium_capacity_bytes(unsigned cpu)
 {
-	if (!pc_load_relaxed(&pc_medium_slots) || cpu >= ncpus)
+	if (!pc_load_relaxed(&pc_medium_slots) || cpu >= medium_ncpus)
 		return 0;
 	size_t pages = 0;
-	pc_spin_lock(&cpus[cpu].lock);
+	pc_spin_lock(&medium_cpus[cpu].lock);
 	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
-		pages += (size_t)read_u32(&stack_of(cpu, k)->capacity) * (k + PC_MEDIUM_MIN_PAGES);
-	pc_spin_unlock(&cpus[cpu].lock);
+		pages += (size_t)medium_read_u32(&medium_stack_of(cpu, k)->capacity) * (k + PC_MEDIUM_MIN_PAGES);
+	pc_spin_unlock(&medium_cpus[cpu].lock);
 	return pages << PC_PAGE_SHIFT;
 }
 
 /* ---- tunable, fork, start-up -------------------------------------------------- */
 
-static uint32_t kb_to_pages(long kb)
+static uint32_t medium_kb_to_pages(long kb)
 {
 	uint64_t pages = (uint64_t)kb / (PC_PAGE_SIZE >> 10);
 	return (uint32_t)PC_MIN(pages, (uint64_t)UINT32_MAX / 2);
@@ -302,33 +302,33 @@ static uint32_t kb_to_pages(long kb)
 
 /* malloc.medium_cache_kb changed: a lower budget empties the cache (the
  * capacities grow again within the new one); 0 keeps it empty. */
-static void budget_changed(long kb)
+static void medium_budget_changed(long kb)
 {
-	uint32_t old = pc_load_relaxed(&budget_pages), now = kb_to_pages(kb);
-	pc_store_relaxed(&budget_pages, now);
+	uint32_t old = pc_load_relaxed(&medium_budget), now = medium_kb_to_pages(kb);
+	pc_store_relaxed(&medium_budget, now);
 	if (now < old)
 		medium_flush();
 }
 
 static void medium_prefork(void)
 {
-	pc_spin_lock(&decay_lock);
-	for (unsigned c = 0; c < ncpus; c++)
-		pc_spin_lock(&cpus[c].lock);
+	pc_spin_lock(&medium_decay_lock);
+	for (unsigned c = 0; c < medium_ncpus; c++)
+		pc_spin_lock(&medium_cpus[c].lock);
 }
 
 static void medium_postfork_parent(void)
 {
-	for (unsigned c = ncpus; c-- > 0;)
-		pc_spin_unlock(&cpus[c].lock);
-	pc_spin_unlock(&decay_lock);
+	for (unsigned c = medium_ncpus; c-- > 0;)
+		pc_spin_unlock(&medium_cpus[c].lock);
+	pc_spin_unlock(&medium_decay_lock);
 }
 
 static void medium_postfork_child(void)
 {
-	for (unsigned c = 0; c < ncpus; c++)
-		pc_spin_reinit(&cpus[c].lock);
-	pc_spin_reinit(&decay_lock);
+	for (unsigned c = 0; c < medium_ncpus; c++)
+		pc_spin_reinit(&medium_cpus[c].lock);
+	pc_spin_reinit(&medium_decay_lock);
 }
 
 static const struct pc_life medium_life = {
@@ -339,33 +339,33 @@ static const struct pc_life medium_life = {
 	.postfork_child = medium_postfork_child,
 };
 
-/* Once, from malloc's start-up, in rseq mode only: map the slots, stacks
+/* Once, from malloc's start-up, in rseq mode only: map the slots, medium_stacks
  * and per-CPU records, point every slot at its (empty, zero-filled) stack,
  * then publish the slots. False if the OS refused the memory (the cache
  * then stays off). */
 bool medium_init(void)
 {
-	ncpus = os_cpu_count();
-	pc_medium_stride = (size_t)ncpus << OS_RSEQ_SLOT_SHIFT;
+	medium_ncpus = os_cpu_count();
+	pc_medium_stride = (size_t)medium_ncpus << OS_RSEQ_SLOT_SHIFT;
 	size_t slot_bytes = PC_MEDIUM_CLASSES * pc_medium_stride;
-	size_t stack_bytes = (size_t)ncpus * PC_MEDIUM_CLASSES * STACK_BYTES;
-	size_t cpu_bytes = (size_t)ncpus * sizeof(struct medium_cpu);
+	size_t stack_bytes = (size_t)medium_ncpus * PC_MEDIUM_CLASSES * MEDIUM_STACK_BYTES;
+	size_t cpu_bytes = (size_t)medium_ncpus * sizeof(struct medium_cpu);
 	size_t total = pc_align_up(slot_bytes + stack_bytes + cpu_bytes, PC_PAGE_SIZE);
 	char *mem = os_map(total, PC_PAGE_SIZE); /* zeroed: capacities and counts 0 */
 	if (!mem)
 		return false;
-	stacks = mem + slot_bytes;
-	cpus = (struct medium_cpu *)(void *)(stacks + stack_bytes);
-	for (unsigned c = 0; c < ncpus; c++)
-		pc_spin_init(&cpus[c].lock);
-	pc_spin_init(&decay_lock);
+	medium_stacks = mem + slot_bytes;
+	medium_cpus = (struct medium_cpu *)(void *)(medium_stacks + stack_bytes);
+	for (unsigned c = 0; c < medium_ncpus; c++)
+		pc_spin_init(&medium_cpus[c].lock);
+	pc_spin_init(&medium_decay_lock);
 	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
-		for (unsigned c = 0; c < ncpus; c++)
-			*(void **)(mem + k * pc_medium_stride + ((size_t)c << OS_RSEQ_SLOT_SHIFT)) = stack_of(c, k);
-	pc_store_relaxed(&budget_pages, kb_to_pages(pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB)));
-	pc_option_on_change(PC_OPT_MALLOC_MEDIUM_CACHE_KB, budget_changed);
+		for (unsigned c = 0; c < medium_ncpus; c++)
+			*(void **)(mem + k * pc_medium_stride + ((size_t)c << OS_RSEQ_SLOT_SHIFT)) = medium_stack_of(c, k);
+	pc_store_relaxed(&medium_budget, medium_kb_to_pages(pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB)));
+	pc_option_on_change(PC_OPT_MALLOC_MEDIUM_CACHE_KB, medium_budget_changed);
 	pc_life_register(&medium_life);
-	/* Release: the slots and stacks before the pointer the fast paths read
+	/* Release: the slots and medium_stacks before the pointer the fast paths read
 	 * (they reach it after pc_malloc_init, which orders it too). */
 	pc_store_release(&pc_medium_slots, mem);
 	return true;

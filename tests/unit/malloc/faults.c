@@ -62,6 +62,7 @@ static struct totals take_totals(void)
 	struct totals t;
 	memset(&t, 0, sizeof(t));
 	pc_slab_reclaim();
+	medium_flush(); /* free medium blocks kept per CPU back to the pages */
 	pc_cache_foreach(add_cache, &t);
 	size_t managed = 0;
 	for (unsigned i = 0; i < pc_zone_count(); i++)

@@ -31,7 +31,8 @@
 #include <pthread.h>
 
 /* managed - free - free runs - per-CPU pages, all zones, under the locks (page.h's order:
- * the pcp locks, then the zone lock). */
+ * the pcp locks, then the zone lock), less the blocks on malloc's per-CPU
+ * medium stacks (free for malloc, in use for the page allocator; medium.c). */
 static size_t pages_in_use(void)
 {
 	size_t used = 0;
@@ -50,7 +51,7 @@ static size_t pages_in_use(void)
 			pc_spin_stat_unlock(&z->pcp[c].lock);
 		pc_lock_nesting_end();
 	}
-	return used;
+	return used - medium_cached_bytes() / PC_PAGE_SIZE;
 }
 
 /* Contents: a word every 256 bytes (16 a page), derived from a key and the offset, so that a page handed out
