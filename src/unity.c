@@ -47,6 +47,7 @@
 #include "malloc/init.c"
 #include "malloc/large.c"
 #include "malloc/medium.c"
+#include "malloc/medium_thread.c"
 #include "malloc/huge.c"
 #include "malloc/huge_table.c"
 #include "malloc/huge_cache.c"

@@ -154,6 +154,8 @@ static bool malloc_init_once(void)
 	 * off, which costs speed, not correctness. */
 	if (ok && pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ && !medium_init())
 		pc_message("malloc: no memory for the medium cache; it stays off");
+	else if (ok && pc_sheaf_mode() == PC_SHEAF_MODE_THREAD)
+		medium_thread_init();
 	if (ok && !pc_page_release_hook_add(huge_release_hook))
 		pc_message("malloc: no release hook slot left; the release thread will not expire cached huge blocks");
 	errno = ok ? saved : ENOMEM;

@@ -7,7 +7,9 @@
  *          exactly the pages asked for from the page allocator (pc_alloc_run),
  *          as SLUB passes page-sized kmalloc through to the page allocator
  *          (seed 002); realloc shrinks it in place, and grows it in place
- *          when the pages after it are free;
+ *          when the pages after it are free; medium blocks (3-64 pages) are
+ *          kept on per-CPU rseq stacks when freed and reused from them
+ *          first (medium.c), so that most medium calls take no lock;
  *   huge   beyond: a mapping of its own with one header page in front
  *          (on a 2 MiB boundary, with MADV_HUGEPAGE, if vm.huge_thp = 1),
  *          cached for reuse after free (under the release delay, bounded
@@ -27,8 +29,9 @@
  * included. huge_table_remove() is the claim of a free: of two frees of
  * one block exactly one gets true.
  *
- * Locks: none of its own (huge blocks keep relaxed atomic counters); the
- * layers below do the locking. Start-up: pc_malloc_init() starts the page allocator once, and
+ * Locks: none of its own on the fast paths (huge blocks keep relaxed atomic
+ * counters; medium.c has a spinlock per CPU for its slow paths and
+ * flushes); the layers below do the locking. Start-up: pc_malloc_init() starts the page allocator once, and
  * each size class's cache is made at the first allocation of the class, both
  * with no call to malloc (all metadata comes from the OS layer), so it is
  * safe from the first malloc of the process, in constructors and in threads.
@@ -125,23 +128,102 @@ size_t medium_cached_bytes(void);     /* bytes held by the cache (racy sum) */
 size_t medium_capacity_bytes(unsigned cpu); /* its stacks' capacities (racy) */
 void medium_cache_free_slow(void *p, unsigned pages);
 PC_COLD void medium_cache_twice(void *p);
+/* "medium_thread.c": the same without rseq (thread mode): per-thread arrays
+ * of at most PC_MEDIUM_THREAD_MAX blocks per class, and malloc.medium_cache_kb
+ * / 4 in all, per thread. A thread's record; its fast paths (below) run
+ * with busy set; a flusher owns the arrays while stopped is set (the
+ * protocol: medium_thread.c). */
+#define PC_MEDIUM_THREAD_MAX 8
+#define PC_MEDIUM_TLS __attribute__((tls_model("initial-exec")))
+struct medium_thread {
+	_Atomic unsigned char busy;    /* the owner's fast path runs (owner writes) */
+	_Atomic unsigned char stopped; /* a flusher owns the arrays */
+	bool chosen;                   /* a flush takes it (medium_threads_lock) */
+	_Atomic uint32_t used;         /* pages held (owner, or its flusher) */
+	uint32_t sig;                  /* used at the last flush pass (the lock) */
+	struct pc_list link;           /* registry or free records (the lock) */
+	uint32_t count[PC_MEDIUM_CLASSES];
+	void *blocks[PC_MEDIUM_CLASSES][PC_MEDIUM_THREAD_MAX];
+};
+extern __thread struct medium_thread *pc_medium_self PC_MEDIUM_TLS PC_HIDDEN;
+extern _Atomic uint32_t pc_medium_thread_budget PC_HIDDEN; /* pages per thread */
+void medium_thread_init(void);
+size_t medium_thread_flush(bool idle_only);
+size_t medium_thread_cached_bytes(void);
+void medium_thread_free_slow(void *p, unsigned pages);
+
+/* Start a fast path on t: false (nothing to do) when the thread has no
+ * record, when this is a signal handler that interrupted a fast path of its
+ * thread (busy already set), or when a flusher owns the arrays. */
+PC_INLINE bool medium_thread_enter(struct medium_thread *t)
+{
+	if (pc_unlikely(t == NULL || pc_load_relaxed(&t->busy) != 0))
+		return false;
+	pc_store_relaxed(&t->busy, 1);
+	/* For the compiler: busy before the reads below. For the CPU the
+	 * flusher's membarrier orders them (medium_thread.c). */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (pc_load_acquire(&t->stopped) == 0) /* pairs with the flusher's release */
+		return true;
+	pc_store_release(&t->busy, 0);
+	return false;
+}
+
+PC_INLINE void *medium_thread_pop(size_t pages)
+{
+	struct medium_thread *t = pc_medium_self;
+	if (!medium_thread_enter(t))
+		return NULL;
+	unsigned k = (unsigned)pages - PC_MEDIUM_MIN_PAGES;
+	uint32_t n = t->count[k];
+	void *p = NULL;
+	if (n != 0) {
+		p = t->blocks[k][n - 1];
+		t->count[k] = n - 1;
+		pc_store_relaxed(&t->used, pc_load_relaxed(&t->used) - (uint32_t)pages);
+	}
+	/* Release: a flusher that reads busy clear sees our writes. */
+	pc_store_release(&t->busy, 0);
+	return p;
+}
+
+PC_INLINE bool medium_thread_push(void *p, size_t pages)
+{
+	struct medium_thread *t = pc_medium_self;
+	if (!medium_thread_enter(t))
+		return false;
+	unsigned k = (unsigned)pages - PC_MEDIUM_MIN_PAGES;
+	uint32_t n = t->count[k], used = pc_load_relaxed(&t->used);
+	bool ok = n < PC_MEDIUM_THREAD_MAX && used + pages <= pc_load_relaxed(&pc_medium_thread_budget);
+	if (ok) {
+		t->blocks[k][n] = p;
+		t->count[k] = n + 1;
+		pc_store_relaxed(&t->used, used + (uint32_t)pages);
+	}
+	pc_store_release(&t->busy, 0);
+	return ok;
+}
+
 /* A cached block of `pages` pages (PC_MEDIUM_MIN_PAGES..PC_PCP_MAX_RUN) from
- * this CPU's stack, or NULL: one rseq pop, no lock. */
+ * this CPU's stack (one rseq pop, no lock), or in thread mode from this
+ * thread's array; NULL if none. */
 PC_INLINE void *medium_cache_pop(size_t pages)
 {
 	char *slots = pc_load_relaxed(&pc_medium_slots);
 	if (pc_likely(slots != NULL))
 		return os_rseq_pop(slots + (pages - PC_MEDIUM_MIN_PAGES) * pc_medium_stride);
-	return NULL;
+	return medium_thread_pop(pages);
 }
 /* Keep a free block of `pages` pages on this CPU's stack (one rseq push, no
- * lock); when full, the slow path grows the stack within the budget or gives
- * the block to the page allocator. */
+ * lock), or in thread mode in this thread's array; when full, the slow path
+ * grows the stack (makes room in the array) within the budget or gives the
+ * block to the page allocator. */
 PC_INLINE void medium_cache_push(void *p, size_t pages)
 {
 	char *slots = pc_load_relaxed(&pc_medium_slots);
 	if (pc_unlikely(slots == NULL)) {
-		pc_free_run(p, pages);
+		if (!medium_thread_push(p, pages))
+			medium_thread_free_slow(p, (unsigned)pages);
 		return;
 	}
 	int pushed = os_rseq_push(slots + (pages - PC_MEDIUM_MIN_PAGES) * pc_medium_stride, p);

@@ -45,9 +45,9 @@
  * and resets the locks. A block popped by a thread that the child does not
  * have is lost in the child, like any block such a thread held.
  *
- * Rseq mode only (the slab layer's PC_SHEAF_MODE_RSEQ): without rseq the
- * cache is off (pc_medium_slots NULL) and medium blocks go straight to the
- * page allocator, as before the cache.
+ * Rseq mode (the slab layer's PC_SHEAF_MODE_RSEQ); without rseq,
+ * pc_medium_slots stays NULL and medium_thread.c keeps per-thread arrays
+ * instead (medium_flush, medium_decay and medium_cached_bytes cover both).
  *
  * A block in the cache has state PC_PG_NONE (free() of it is an invalid
  * pointer, as after pc_free_run) and keeps aux = its page count; it is
@@ -232,7 +232,7 @@ static size_t medium_flush_cpus(bool idle_only)
 
 size_t medium_flush(void)
 {
-	return medium_flush_cpus(false);
+	return medium_flush_cpus(false) + medium_thread_flush(false);
 }
 
 /* The counts of a CPU's medium_stacks, as one number (racy reads: a statistic). */
@@ -254,7 +254,7 @@ static uint64_t medium_signature(unsigned c, bool *holds)
 size_t medium_decay(void)
 {
 	if (!pc_load_relaxed(&pc_medium_slots))
-		return 0;
+		return medium_thread_flush(true);
 	pc_spin_lock(&medium_decay_lock);
 	for (unsigned c = 0; c < medium_ncpus; c++) {
 		bool holds;
@@ -270,7 +270,7 @@ size_t medium_decay(void)
 size_t medium_cached_bytes(void)
 {
 	if (!pc_load_relaxed(&pc_medium_slots))
-		return 0;
+		return medium_thread_cached_bytes();
 	size_t pages = 0;
 	for (unsigned c = 0; c < medium_ncpus; c++)
 		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)

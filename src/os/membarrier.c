@@ -36,6 +36,12 @@ int os_membarrier_setup(void)
 	       : membarrier_cmd ? OS_MEMBARRIER_GLOBAL : OS_MEMBARRIER_NONE;
 }
 
+int os_membarrier_mode(void)
+{
+	return membarrier_cmd == MEMBARRIER_CMD_PRIVATE_EXPEDITED ? OS_MEMBARRIER_PRIVATE
+	       : membarrier_cmd ? OS_MEMBARRIER_GLOBAL : OS_MEMBARRIER_NONE;
+}
+
 void os_membarrier_fence(void)
 {
 	int saved = errno;

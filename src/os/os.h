@@ -186,6 +186,9 @@ void os_rseq_fence(void);
  */
 enum { OS_MEMBARRIER_NONE = 0, OS_MEMBARRIER_PRIVATE = 1, OS_MEMBARRIER_GLOBAL = 2 };
 int os_membarrier_setup(void);
+/* What the last os_membarrier_setup() found (OS_MEMBARRIER_NONE before any):
+ * for a second user of the barrier, after the slab layer's setup. */
+int os_membarrier_mode(void);
 void os_membarrier_fence(void);
 
 /* ---- futex ----------------------------------------------------------------- */

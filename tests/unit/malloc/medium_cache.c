@@ -4,9 +4,9 @@
  * per CPU, every way it is emptied, and contents under threads, migration,
  * fork and thread churn (PC_TEST_LABELS: tsan).
  *
- * The cache exists in rseq mode only; in the fallback (thread mode, and
- * ThreadSanitizer builds) the same tests run and check that it stays off
- * (nothing cached) while every block keeps its contents. No verdict depends
+ * In rseq mode the cache is per CPU; in the fallback (thread mode, and
+ * ThreadSanitizer builds) per thread (malloc/medium_thread.c), and the same
+ * tests run there, with the bounds of that mode. No verdict depends
  * on timing: the CPU a block goes to is forced by pinning (pin_cpu), decay
  * passes are called directly, and the flush before an allocation fails is
  * forced under RLIMIT_AS in a child.
@@ -32,7 +32,8 @@
  *                    each child uses every size, trims, checks the page
  *                    allocator and exits 0.
  *  thread_churn      200 short threads; afterwards the cache is within its
- *                    bound on every CPU and trim empties it.
+ *                    bound on every CPU (rseq) or empty (the threads' arrays
+ *                    went back at their exit), and trim empties it.
  *  oom_flushes       in a child under RLIMIT_AS, 16 MiB of 256 KiB blocks
  *                    cached, then 12 KiB blocks until malloc fails: by then
  *                    the cache is empty and its pages were reused; after
@@ -52,9 +53,15 @@
 #define KiB ((size_t)1024)
 #define MiB ((size_t)1 << 20)
 
-static bool cache_on(void)
+static bool rseq_mode(void)
 {
 	return pc_load_relaxed(&pc_medium_slots) != NULL;
+}
+
+/* Per-CPU stacks (rseq) or per-thread arrays (the fallback). */
+static bool cache_on(void)
+{
+	return rseq_mode() || pc_sheaf_mode() == PC_SHEAF_MODE_THREAD;
 }
 
 /* Each block carries its owner's stamp in its first and last word. */
@@ -76,8 +83,8 @@ static bool stamped(const char *p, size_t size, uint64_t v)
 TEST(mode)
 {
 	REQUIRE(pc_malloc_init());
-	/* The cache is on exactly in rseq mode (init.c). */
-	CHECK_EQ(cache_on(), pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ);
+	/* Per-CPU stacks exactly in rseq mode (init.c). */
+	CHECK_EQ(rseq_mode(), pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ);
 	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
 }
 
@@ -152,7 +159,7 @@ TEST(bounded)
 			CHECK(medium_capacity_bytes(0) <= 256 * KiB);
 			CHECK(medium_cached_bytes() <= 256 * KiB);
 		}
-		if (cache_on()) /* the class got (almost) all of it */
+		if (rseq_mode()) /* the class got (almost) all of it */
 			CHECK(medium_cached_bytes() >= 256 * KiB - sizes[s] - 16 * KiB);
 	}
 	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
@@ -384,6 +391,7 @@ TEST(fork_during)
 TEST(thread_churn)
 {
 	unpin();
+	pc_trim();
 	for (unsigned round = 0; round < scaled(50, 5); round++) {
 		struct worker w[4];
 		for (unsigned i = 0; i < 4; i++)
@@ -391,6 +399,8 @@ TEST(thread_churn)
 		CHECK_EQ(run_workers(w, 4), 0);
 	}
 	CHECK(bound_all_cpus() <= 2048 * KiB);
+	if (!rseq_mode()) /* every thread gave its array back at exit */
+		CHECK_EQ(medium_cached_bytes(), 0);
 	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);
 	CHECK(pc_page_check());
@@ -413,7 +423,8 @@ static int oom_child(void)
 	for (int i = 0; i < 64; i++)
 		pc_free(big[i]);
 	bool on = cache_on();
-	if (on && medium_cached_bytes() != 16 * MiB)
+	/* All 64 on CPU 0's stack; 8 (the most per class) in a thread's array. */
+	if (medium_cached_bytes() != (rseq_mode() ? 16 * MiB : on ? 2 * MiB : 0))
 		return 4;
 	struct rlimit rl = { mapped_bytes() + MiB, 0 };
 	rl.rlim_max = rl.rlim_cur;
