@@ -155,16 +155,20 @@ static bool medium_grow(unsigned pages)
 	if (cpu < 0 || (unsigned)cpu >= medium_ncpus)
 		return false;
 	struct medium_cpu *mc = &medium_cpus[cpu];
-	if (!pc_spin_trylock(&mc->lock))
-		return false; /* a flusher or another slow path: go to the pages */
-	uint32_t budget = pc_load_relaxed(&medium_budget);
 	unsigned k = pages - PC_MEDIUM_MIN_PAGES;
 	struct os_rseq_stack *st = medium_stack_of((unsigned)cpu, k);
+	/* A stack at its full room cannot grow (the common case of a free
+	 * past the cache: no lock for it). */
+	if (medium_read_u32(&st->capacity) >= PC_MEDIUM_STACK_MAX || !pc_spin_trylock(&mc->lock))
+		return false; /* or a flusher or another slow path: go to the pages */
+	uint32_t budget = pc_load_relaxed(&medium_budget);
 	uint32_t cap = medium_read_u32(&st->capacity);
 	/* Grow by half again (at least one block), up to the stack's room. */
 	uint32_t to = PC_MIN(PC_MEDIUM_STACK_MAX, cap + PC_MAX(1u, cap / 2));
 	uint32_t want = (to - cap) * pages;
-	if (budget >= pages && to > cap && mc->used + want > budget)
+	/* Other classes' capacity is taken back only if there is some: a
+	 * class that holds the whole budget costs no scan per free past it. */
+	if (budget >= pages && to > cap && mc->used + want > budget && mc->used > cap * pages)
 		medium_take_budget(mc, (unsigned)cpu, k, mc->used + want - budget);
 	if (mc->used + want > budget) /* what the budget has left */
 		to = cap + (budget > mc->used ? (budget - mc->used) / pages : 0);

@@ -111,11 +111,13 @@ static bool evict_and_push(struct medium_thread *t, void *p, unsigned pages)
 	unsigned out_pages[PC_MEDIUM_THREAD_MAX], nout = 0;
 	if (!medium_thread_enter(t))
 		return false;
-	if (t->count[pages - PC_MEDIUM_MIN_PAGES] >= PC_MEDIUM_THREAD_MAX) { /* the class is full */
+	uint32_t budget = pc_load_relaxed(&pc_medium_thread_budget), used = pc_load_relaxed(&t->used);
+	uint32_t mine = t->count[pages - PC_MEDIUM_MIN_PAGES];
+	/* The class is full, or no other class holds anything to evict. */
+	if (mine >= PC_MEDIUM_THREAD_MAX || used <= mine * pages) {
 		pc_store_release(&t->busy, 0);
 		return false;
 	}
-	uint32_t budget = pc_load_relaxed(&pc_medium_thread_budget), used = pc_load_relaxed(&t->used);
 	for (unsigned k = 0; k < PC_MEDIUM_CLASSES && used + pages > budget && nout < PC_MEDIUM_THREAD_MAX; k++) {
 		unsigned n = k + PC_MEDIUM_MIN_PAGES;
 		while (t->count[k] && n != pages && used + pages > budget && nout < PC_MEDIUM_THREAD_MAX) {
