@@ -125,9 +125,9 @@ bool medium_init(void);
 size_t medium_flush(void);            /* every CPU's blocks to the pages; bytes */
 size_t medium_decay(void);            /* those of CPUs idle since the last call */
 size_t medium_cached_bytes(void);     /* bytes held by the cache (racy sum) */
-size_t medium_capacity_bytes(unsigned cpu); /* its stacks' capacities (racy) */
+size_t medium_capacity_bytes(unsigned cpu); /* a CPU's stacks' capacities (its lock) */
 void medium_cache_free_slow(void *p, unsigned pages);
-PC_COLD void medium_cache_twice(void *p);
+PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p);
 /* "medium_thread.c": the same without rseq (thread mode): per-thread arrays
  * of at most PC_MEDIUM_THREAD_MAX blocks per class, and malloc.medium_cache_kb
  * / 4 in all, per thread. A thread's record; its fast paths (below) run

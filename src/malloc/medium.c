@@ -21,24 +21,26 @@
  *     (capacity - count) of other classes of c, then their blocks (evicted
  *     to the page allocator), when the budget has not enough left;
  *   - in a flush (below), which sets them to 0.
- * So the bytes a CPU's medium_stacks hold never exceed the budget: a push commits
+ * So the bytes a CPU's stacks hold never exceed the budget: a push commits
  * only below the capacity it read in its section, and a lowered capacity
  * aborts every section of that CPU that read the old one.
  *
  * Flush (medium_flush: pc_trim, the out-of-memory retry, a lower budget;
- * medium_decay: the release thread's passes, for CPUs whose medium_stacks did not
+ * medium_decay: the release thread's passes, for CPUs whose stacks did not
  * change since the last pass): under each flushed CPU's lock, store a
  * pointer to an empty stack (capacity 0) into each of its slots, then one
  * os_rseq_fence (membarrier RSEQ): every section that read an old pointer
- * has then been aborted or has committed, so the old medium_stacks are the
+ * has then been aborted or has committed, so the old stacks are the
  * flusher's. Their blocks go back to the page allocator (pc_free_run), their
  * capacities and counts to 0, and the slots get them back (release store).
  *
- * Locks: cpu->lock (a pc_spin per CPU, rank none: it nests outside the page
- * layer's locks, which pc_free_run takes while a flusher holds it, and
- * inside nothing) serialises capacity changes and flushes of one CPU; slow
+ * Locks, outermost first: medium_decay_lock -> cpu->lock (every CPU's, in
+ * CPU order) -> the page layer's pcp->lock -> zone->lock (pc_free_run under
+ * a CPU lock). cpu->lock (a pc_spin per CPU, rank none, so the witness
+ * checks neither) serialises capacity changes and flushes of one CPU; slow
  * paths only try it (busy: the block goes to the page allocator). Flushers
- * and the fork handlers take them blocking in CPU order.
+ * and the fork handlers take them blocking in CPU order; none is taken with
+ * a slab or page lock held.
  *
  * Fork: prefork takes every CPU lock; a stack is consistent at any instant
  * (a section commits with one store), so the child finds every stack whole
@@ -56,8 +58,6 @@
  */
 #include "malloc.h"
 
-#include <errno.h>
-
 _Atomic(char *) pc_medium_slots;
 size_t pc_medium_stride;
 
@@ -66,14 +66,18 @@ size_t pc_medium_stride;
 
 struct medium_cpu {
 	struct pc_spin lock;
-	uint32_t used;   /* sum of capacity * pages over this CPU's medium_stacks (lock) */
+	/* Sum of capacity * pages over this CPU's stacks (written under lock;
+	 * read racily by the slow path's test before it takes the lock). */
+	_Atomic uint32_t used;
 	uint32_t cursor; /* next class to take unused capacity from (lock) */
-	uint64_t sig;    /* the medium_stacks' counts at the last decay pass (medium_decay_lock) */
+	uint64_t sig;    /* the stacks' counts at the last decay pass (medium_decay_lock) */
 	bool idle;       /* the last decay pass found them unchanged (medium_decay_lock) */
-	char pad[32];
+	/* Frees of each class that found the budget used up since its last
+	 * look at other classes (relaxed, racy: a rate, not a count). */
+	_Atomic uint8_t miss[PC_MEDIUM_CLASSES];
 };
 
-static char *medium_stacks;                 /* [cpu][class] medium_stacks of MEDIUM_STACK_BYTES */
+static char *medium_stacks;                 /* [cpu][class] stacks of MEDIUM_STACK_BYTES */
 static struct medium_cpu *medium_cpus;      /* [cpu] */
 static unsigned medium_ncpus;
 static _Atomic uint32_t medium_budget; /* malloc.medium_cache_kb in pages */
@@ -94,8 +98,9 @@ static void **medium_slot_of(unsigned cpu, unsigned k)
 }
 
 /* The stack fields the fast paths write inside rseq sections, read here
- * racily (the owner CPU may commit meanwhile; callers re-check under rseq). */
-static uint32_t medium_read_u32(const uint32_t *p)
+ * racily (the owner CPU may commit meanwhile; callers re-check under rseq):
+ * a relaxed load. */
+static uint32_t medium_load_relaxed_u32(const uint32_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
@@ -112,9 +117,9 @@ static uint32_t medium_shrink_class(unsigned cpu, unsigned k, uint32_t want, boo
 {
 	struct os_rseq_stack *st = medium_stack_of(cpu, k);
 	void *base = pc_load_relaxed(&pc_medium_slots) + k * pc_medium_stride;
-	uint32_t pages = k + PC_MEDIUM_MIN_PAGES, cap = medium_read_u32(&st->capacity);
-	for (uint32_t i = 0; evict && i < cap; i++) {
-		uint32_t count = medium_read_u32(&st->count);
+	uint32_t pages = k + PC_MEDIUM_MIN_PAGES, cap = medium_load_relaxed_u32(&st->capacity);
+	for (uint32_t i = 0; evict && i < cap && os_rseq_cpu_id() == (int32_t)cpu; i++) {
+		uint32_t count = medium_load_relaxed_u32(&st->count);
 		if (count == 0 || (cap - PC_MIN(cap, count)) * pages >= want)
 			break;
 		void *p = os_rseq_pop(base);
@@ -122,7 +127,7 @@ static uint32_t medium_shrink_class(unsigned cpu, unsigned k, uint32_t want, boo
 			break;
 		pc_free_run(p, pages);
 	}
-	uint32_t count = medium_read_u32(&st->count);
+	uint32_t count = medium_load_relaxed_u32(&st->count);
 	if (count >= cap || !os_rseq_stack_resize(base, cpu, st, cap, count))
 		return 0;
 	return (cap - count) * pages;
@@ -140,8 +145,30 @@ static void medium_take_budget(struct medium_cpu *mc, unsigned cpu, unsigned kee
 			if (k != keep)
 				got += medium_shrink_class(cpu, k, want - got, evict);
 		}
-	mc->used -= PC_MIN(got, mc->used);
+	uint32_t used = pc_load_relaxed(&mc->used);
+	pc_store_relaxed(&mc->used, used - PC_MIN(got, used));
 	mc->cursor = (mc->cursor + 1) % PC_MEDIUM_CLASSES;
+}
+
+/* Whether a free that found its stack full should look for room: not when
+ * the stack is at its full room; not when the budget is used up and only
+ * this class holds it; and, when the budget is used up by other classes
+ * too, only every MEDIUM_MISS_RATE-th time, so that classes do not evict
+ * each other on every free (racy reads, no lock: a wrong answer costs one
+ * block's trip to the page allocator, or one slow path). */
+#define MEDIUM_MISS_RATE 16
+static bool medium_worth_growing(struct medium_cpu *mc, struct os_rseq_stack *st, unsigned k, unsigned pages)
+{
+	uint32_t cap = medium_load_relaxed_u32(&st->capacity), used = pc_load_relaxed(&mc->used);
+	if (cap >= PC_MEDIUM_STACK_MAX)
+		return false;
+	if (used + pages <= pc_load_relaxed(&medium_budget))
+		return true; /* room in the budget */
+	if (used <= cap * pages)
+		return false; /* nothing elsewhere to take back */
+	uint8_t miss = pc_load_relaxed(&mc->miss[k]);
+	pc_store_relaxed(&mc->miss[k], (uint8_t)((miss + 1) % MEDIUM_MISS_RATE));
+	return miss + 1 == MEDIUM_MISS_RATE;
 }
 
 /* Raise the capacity of the class of `pages` on the CPU we run on, within
@@ -157,24 +184,22 @@ static bool medium_grow(unsigned pages)
 	struct medium_cpu *mc = &medium_cpus[cpu];
 	unsigned k = pages - PC_MEDIUM_MIN_PAGES;
 	struct os_rseq_stack *st = medium_stack_of((unsigned)cpu, k);
-	/* A stack at its full room cannot grow (the common case of a free
-	 * past the cache: no lock for it). */
-	if (medium_read_u32(&st->capacity) >= PC_MEDIUM_STACK_MAX || !pc_spin_trylock(&mc->lock))
+	if (!medium_worth_growing(mc, st, k, pages) || !pc_spin_trylock(&mc->lock))
 		return false; /* or a flusher or another slow path: go to the pages */
 	uint32_t budget = pc_load_relaxed(&medium_budget);
-	uint32_t cap = medium_read_u32(&st->capacity);
+	uint32_t cap = medium_load_relaxed_u32(&st->capacity);
 	/* Grow by half again (at least one block), up to the stack's room. */
 	uint32_t to = PC_MIN(PC_MEDIUM_STACK_MAX, cap + PC_MAX(1u, cap / 2));
 	uint32_t want = (to - cap) * pages;
-	/* Other classes' capacity is taken back only if there is some: a
-	 * class that holds the whole budget costs no scan per free past it. */
-	if (budget >= pages && to > cap && mc->used + want > budget && mc->used > cap * pages)
-		medium_take_budget(mc, (unsigned)cpu, k, mc->used + want - budget);
-	if (mc->used + want > budget) /* what the budget has left */
-		to = cap + (budget > mc->used ? (budget - mc->used) / pages : 0);
+	if (budget >= pages && to > cap && pc_load_relaxed(&mc->used) + want > budget &&
+	    pc_load_relaxed(&mc->used) > cap * pages)
+		medium_take_budget(mc, (unsigned)cpu, k, pc_load_relaxed(&mc->used) + want - budget);
+	uint32_t used = pc_load_relaxed(&mc->used);
+	if (used + want > budget) /* what the budget has left */
+		to = cap + (budget > used ? (budget - used) / pages : 0);
 	bool grown = to > cap && os_rseq_stack_resize(medium_slot_of(0, k), (unsigned)cpu, st, cap, to);
 	if (grown)
-		mc->used += (to - cap) * pages;
+		pc_store_relaxed(&mc->used, used + (to - cap) * pages);
 	pc_spin_unlock(&mc->lock);
 	return grown;
 }
@@ -186,7 +211,7 @@ PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 	pc_free_run(p, pages);
 }
 
-PC_NOINLINE PC_COLD void medium_cache_twice(void *p)
+PC_NOINLINE PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p)
 {
 	pc_fatal("free(%p): invalid pointer or double free", p);
 }
@@ -198,7 +223,8 @@ PC_NOINLINE PC_COLD void medium_cache_twice(void *p)
  * bytes given back to the page allocator. */
 static size_t medium_flush_cpus(bool idle_only)
 {
-	if (!pc_load_relaxed(&pc_medium_slots))
+	/* Acquire: pairs with medium_init's release (stacks, cpus, ncpus). */
+	if (!pc_load_acquire(&pc_medium_slots))
 		return 0;
 	bool any = false;
 	for (unsigned c = 0; c < medium_ncpus; c++) {
@@ -228,7 +254,7 @@ static size_t medium_flush_cpus(bool idle_only)
 			/* Release: the zeroed stack before the pointer to it. */
 			pc_store_release((void *_Atomic *)medium_slot_of(c, k), (void *)st);
 		}
-		medium_cpus[c].used = 0;
+		pc_store_relaxed(&medium_cpus[c].used, 0);
 		pc_spin_unlock(&medium_cpus[c].lock);
 	}
 	return pages << PC_PAGE_SHIFT;
@@ -239,25 +265,30 @@ size_t medium_flush(void)
 	return medium_flush_cpus(false) + medium_thread_flush(false);
 }
 
-/* The counts of a CPU's medium_stacks, as one number (racy reads: a statistic). */
+/* The counts and top blocks of a CPU's stacks, as one number (racy reads: a statistic). */
 static uint64_t medium_signature(unsigned c, bool *holds)
 {
 	uint64_t sig = 0;
 	*holds = false;
 	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
-		uint32_t n = medium_read_u32(&medium_stack_of(c, k)->count);
-		sig = sig * 0x100000001b3ULL + n;
+		struct os_rseq_stack *st = medium_stack_of(c, k);
+		uint32_t n = medium_load_relaxed_u32(&st->count);
+		/* The top block too: a CPU that frees and allocates in pairs
+		 * keeps its counts but not (as a rule) its top blocks. */
+		uintptr_t top = n ? (uintptr_t)__atomic_load_n(&st->objects[PC_MIN(n, PC_MEDIUM_STACK_MAX) - 1],
+							       __ATOMIC_RELAXED) : 0;
+		sig = (sig * 0x100000001b3ULL + n) ^ top;
 		*holds |= n != 0;
 	}
 	return sig;
 }
 
-/* Flush the CPUs whose medium_stacks hold blocks and have not changed since the
+/* Flush the CPUs whose stacks hold blocks and have not changed since the
  * previous call: one pass of the idle decay (the release thread's hook).
  * Returns the bytes given back. */
 size_t medium_decay(void)
 {
-	if (!pc_load_relaxed(&pc_medium_slots))
+	if (!pc_load_acquire(&pc_medium_slots)) /* as in medium_flush_cpus */
 		return medium_thread_flush(true);
 	pc_spin_lock(&medium_decay_lock);
 	for (unsigned c = 0; c < medium_ncpus; c++) {
@@ -273,12 +304,12 @@ size_t medium_decay(void)
 
 size_t medium_cached_bytes(void)
 {
-	if (!pc_load_relaxed(&pc_medium_slots))
+	if (!pc_load_acquire(&pc_medium_slots)) /* as in medium_flush_cpus */
 		return medium_thread_cached_bytes();
 	size_t pages = 0;
 	for (unsigned c = 0; c < medium_ncpus; c++)
 		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
-			pages += (size_t)medium_read_u32(&medium_stack_of(c, k)->count) * (k + PC_MEDIUM_MIN_PAGES);
+			pages += (size_t)medium_load_relaxed_u32(&medium_stack_of(c, k)->count) * (k + PC_MEDIUM_MIN_PAGES);
 	return pages << PC_PAGE_SHIFT;
 }
 
@@ -286,12 +317,12 @@ size_t medium_cached_bytes(void)
  * between classes under it). */
 size_t medium_capacity_bytes(unsigned cpu)
 {
-	if (!pc_load_relaxed(&pc_medium_slots) || cpu >= medium_ncpus)
+	if (!pc_load_acquire(&pc_medium_slots) || cpu >= medium_ncpus)
 		return 0;
 	size_t pages = 0;
 	pc_spin_lock(&medium_cpus[cpu].lock);
 	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
-		pages += (size_t)medium_read_u32(&medium_stack_of(cpu, k)->capacity) * (k + PC_MEDIUM_MIN_PAGES);
+		pages += (size_t)medium_load_relaxed_u32(&medium_stack_of(cpu, k)->capacity) * (k + PC_MEDIUM_MIN_PAGES);
 	pc_spin_unlock(&medium_cpus[cpu].lock);
 	return pages << PC_PAGE_SHIFT;
 }

@@ -1,6 +1,6 @@
 /*
  * tests/unit/os/rseq.c - the inline restartable sequences (os/rseq_x86_64.h):
- * what push, pop and slot_cas return, and each one's abort path, forced
+ * what push, pop, slot_cas and stack_resize return, and each one's abort path, forced
  * deterministically: the memory a section reads is made inaccessible, so the
  * section faults between its start and its commit. The kernel then aborts
  * the section before it delivers SIGSEGV (the handler's saved instruction
@@ -159,6 +159,70 @@ TEST(slot_cas_abort_retries)
 	CHECK(!os_rseq_slot_cas(page, cpu, &one, &two)); /* no longer holds old */
 }
 
+/* os_rseq_stack_resize: run until it ran on the CPU it names (a migration
+ * between reading the CPU and the call fails it). */
+static bool resize_here(void *slots, struct os_rseq_stack *st, uint32_t old_cap, uint32_t new_cap)
+{
+	for (int i = 0; i < 1000; i++) {
+		unsigned cpu = (unsigned)os_rseq_cpu_id();
+		if (os_rseq_stack_resize(slots, cpu, st, old_cap, new_cap))
+			return true;
+		if ((unsigned)os_rseq_cpu_id() == cpu && st->capacity != old_cap)
+			return false;
+		if ((unsigned)os_rseq_cpu_id() == cpu && st->count > new_cap)
+			return false;
+	}
+	return false;
+}
+
+TEST(stack_resize_results)
+{
+	void *slots = slots_new();
+	void *mem = NULL;
+	REQUIRE(posix_memalign(&mem, 64, sizeof(struct os_rseq_stack) + CAP * sizeof(void *)) == 0);
+	struct os_rseq_stack *st = stack_at(mem), other;
+	slots_point_to(slots, st);
+	int x, y;
+	CHECK_EQ(os_rseq_push(slots, &x), 1);
+	CHECK_EQ(os_rseq_push(slots, &y), 1);
+	CHECK(resize_here(slots, st, CAP, 3));      /* lowered to >= count */
+	CHECK_EQ(st->capacity, 3);
+	CHECK(!resize_here(slots, st, CAP, 2));     /* old capacity wrong */
+	CHECK(!resize_here(slots, st, 3, 1));       /* count 2 > 1 */
+	CHECK_EQ(st->capacity, 3);
+	CHECK(resize_here(slots, st, 3, 2));        /* count 2 == 2: allowed */
+	int z;
+	CHECK_EQ(os_rseq_push(slots, &z), 0);       /* full at the new capacity */
+	slots_point_to(slots, &other);              /* the slot holds another stack */
+	CHECK(!resize_here(slots, st, 2, CAP));
+	slots_point_to(slots, st);
+	if (os_cpu_count() > 1) { /* named another CPU: fails, nothing stored */
+		unsigned cpu = (unsigned)os_rseq_cpu_id();
+		CHECK(!os_rseq_stack_resize(slots, (cpu + 1) % os_cpu_count(), st, 2, CAP) ||
+		      (unsigned)os_rseq_cpu_id() != cpu);
+	}
+	free(mem);
+	free(slots);
+}
+
+TEST(stack_resize_abort_retries)
+{
+	/* The slots on the page: the section faults reading its slot. */
+	void *mem = NULL;
+	REQUIRE(posix_memalign(&mem, 64, sizeof(struct os_rseq_stack) + CAP * sizeof(void *)) == 0);
+	struct os_rseq_stack *st = stack_at(mem);
+	slots_point_to(page, st);
+	arm_fault();
+	bool stored = false;
+	for (int i = 0; i < 1000 && !stored; i++)
+		stored = os_rseq_stack_resize(page, (unsigned)os_rseq_cpu_id(), st, CAP, 2);
+	CHECK(stored);
+	CHECK_EQ(faults, 1);
+	CHECK_EQ(at_abort, 1);
+	CHECK_EQ(st->capacity, 2);
+	free(mem);
+}
+
 int main(void)
 {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -183,5 +247,7 @@ int main(void)
 	RUN(pop_abort_retries);
 	RUN(push_abort_retries);
 	RUN(slot_cas_abort_retries);
+	RUN(stack_resize_results);
+	RUN(stack_resize_abort_retries);
 	return test_report();
 }
