@@ -9,30 +9,39 @@
  * directly, so making a sheaf never recurses into the sheaf slow paths.
  *
  * barn->lock protects the two lists, their counts and the bound (extra,
- * refused, high) and nothing else: no other lock is taken under it, and
- * flushing a sheaf into the slabs happens after it is released.
+ * refused, low, charged) and nothing else: no other lock is taken under
+ * it, and flushing a sheaf into the slabs happens after it is released.
  *
- * The bound. Each list of a barn holds at most slub.barn_sheaves + extra
- * sheaves. A program that frees many objects and then allocates them again
- * (seed 002's Test A: 10,000 objects are 78 sheaves of 128) needs more
- * sheaves than the base bound keeps: the rest were flushed to the slabs, and
- * each round built its slabs and sheaves again. So the bound follows
- * demand, as tcmalloc sizes its transfer caches by their misses: a full
- * sheaf refused at the bound counts in `refused`, and a miss (a CPU wants a
- * full sheaf and the barn has none, so it refills from the slabs) while
- * refused is non-zero raises extra by one and uses one up: the barn would
- * have served that miss had it kept the sheaf. Each raise is charged to one
- * budget for the whole process, slub.barn_max_kb (a full sheaf's objects'
- * slots and its pointer array): growth stops when the raised barns of all
- * caches together would pass it, so a program whose phases use many sizes
- * keeps at most that much beyond the base bounds. Each decay pass lowers extra by `low`, the fewest full
- * sheaves the barn held at any moment since its previous look (sheaves that
- * stayed through a whole interval were not needed: the low-water mark of
- * jemalloc's thread cache and tcmalloc's transfer cache), flushes the
- * sheaves above the new bound, and forgets refused, so only recent demand
- * counts; an idle barn is emptied and its bound reset, as is every barn
- * that barn_drain empties (trim, shrink, the out-of-memory retry, a
- * capacity change).
+ * The bound. The full list of a barn holds at most slub.barn_sheaves +
+ * extra sheaves, the empty list slub.barn_sheaves (empty sheaves are cheap
+ * to make again). A program that frees many objects and then allocates
+ * them again (seed 002's Test A: 10,000 objects are 78 sheaves of 128)
+ * needs more full sheaves than the base bound keeps: the rest were flushed
+ * to the slabs, and each round built its slabs and sheaves again. So the
+ * bound follows demand, as tcmalloc sizes its transfer caches by their
+ * misses: a full sheaf refused at the bound counts in `refused`, and a miss
+ * (a CPU wants a full sheaf and the barn has none, so it refills from the
+ * slabs) while refused is non-zero raises extra by one and uses one up: the
+ * barn would have served that miss had it kept the sheaf. Each raise is
+ * charged to one budget for the whole process (barn_budget: slub.barn_max_kb,
+ * by default 4 MiB while the release thread runs and 1 MiB without it),
+ * at a full sheaf's size (its objects' slots and its pointer array): growth
+ * stops when the raised barns of all caches together would pass it, so a
+ * program whose phases use many sizes keeps at most that much beyond the
+ * base bounds, and a lowered budget applies at once (every raise is
+ * ignored while the charge is above it). Each decay pass lowers extra by
+ * `low`, the fewest full sheaves the barn held at any moment since its
+ * previous look (sheaves that stayed through a whole interval were not
+ * needed: the low-water mark of jemalloc's thread cache and tcmalloc's
+ * transfer cache), then halves what is left if the barn refused nothing
+ * in that interval (demand is over, or met: a loop that still needs it
+ * raises it again at once), flushes the sheaves above the new bound, and
+ * forgets refused; a barn nobody used for a whole interval is emptied and
+ * its bound reset, as is every barn that barn_drain empties (trim, shrink,
+ * the out-of-memory retry, a capacity change). Decay passes run from slow
+ * paths or the release thread only: an idle program without the release
+ * thread keeps its raises until its next slow path or trim, which is why
+ * the default budget is smaller then.
  */
 #include "slab.h"
 
@@ -155,11 +164,16 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 }
 
 /* Bytes of raised bounds charged by every barn together (each barn's
- * share in b->charged, changed under its lock): at most slub.barn_max_kb,
- * but for a tunable lowered meanwhile (the next decay pass then lowers
- * every raised barn). Relaxed: a budget, read and changed by
- * compare-and-swap; nothing else is ordered by it. */
+ * share in b->charged, changed under its lock): at most barn_budget(), but
+ * for a budget lowered meanwhile (raises are then ignored, barn_bound, and
+ * the next decay pass takes them back). Relaxed: a budget, read and
+ * changed by compare-and-swap; nothing else is ordered by it. */
 static _Atomic size_t barns_charged;
+
+size_t pc_slab_barn_charged(void)
+{
+	return pc_load_relaxed(&barns_charged);
+}
 
 /* What one more full sheaf of s's current capacity costs: its objects'
  * slots and the sheaf itself. */
@@ -169,9 +183,18 @@ static size_t sheaf_bytes(struct pc_cache *s)
 	return sizeof(struct pc_sheaf) + cap * (s->size + sizeof(void *));
 }
 
+/* slub.barn_max_kb in bytes; -1 (the default): 4 MiB while the release
+ * thread runs (its decay passes give an idle program's raises back), else
+ * 1 MiB (nothing gives them back until the next slow path or trim). */
+long barn_max_kb_resolved(void)
+{
+	return pc_option(PC_OPT_VM_RELEASE_THREAD) ? 4096 : 1024;
+}
+
 static size_t barn_budget(void)
 {
-	return (size_t)pc_option(PC_OPT_SLUB_BARN_MAX_KB) << 10;
+	long kb = pc_option(PC_OPT_SLUB_BARN_MAX_KB);
+	return (size_t)(kb < 0 ? barn_max_kb_resolved() : kb) << 10;
 }
 
 /* Take bytes from the process's budget if it has them. */
@@ -185,25 +208,29 @@ static bool budget_take(size_t bytes)
 	return true;
 }
 
-/* Sheaves each list of b may hold now: slub.barn_sheaves, plus extra
- * unless slub.barn_max_kb is 0 (then at once the base alone). */
-static unsigned barn_bound(struct pc_barn *b)
+/* Sheaves b's full list (full) or empty list may hold now: slub.barn_sheaves,
+ * and for the full list extra more, unless the charge is above the budget
+ * (a budget lowered at run time, or 0: then the base alone, at once). */
+static unsigned barn_bound(struct pc_barn *b, bool full)
 {
 	unsigned base = (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
-	return base + (barn_budget() != 0 ? pc_load_relaxed(&b->extra) : 0);
+	if (!full || pc_load_relaxed(&barns_charged) > barn_budget() || barn_budget() == 0)
+		return base;
+	return base + pc_load_relaxed(&b->extra);
 }
 
 unsigned barn_limit(struct pc_cache *s, unsigned node)
 {
-	return barn_bound(s->barn[node]);
+	return barn_bound(s->barn[node], true);
 }
 
 /* Lower b's raised part to extra sheaves and give back the budget the rest
  * was charged: every sheaf of it was charged the same (the capacity in
  * force; a capacity change empties every barn, which resets it), so the
- * charge goes pro rata. Under the barn lock. */
+ * charge goes pro rata (rounded so that the barn keeps less, never more). */
 static void barn_lower_locked(struct pc_barn *b, unsigned extra)
 {
+	pc_lock_assert_held(&b->lock);
 	unsigned old = pc_load_relaxed(&b->extra);
 	if (extra >= old)
 		return;
@@ -215,9 +242,10 @@ static void barn_lower_locked(struct pc_barn *b, unsigned extra)
 
 /* A miss (no full sheaf for a CPU): raise the bound by one if a full sheaf
  * was refused since the decay's last look and the process's budget has
- * room for one more full sheaf. Under the barn lock. */
+ * room for one more full sheaf. */
 static void barn_grow_locked(struct pc_cache *s, struct pc_barn *b)
 {
+	pc_lock_assert_held(&b->lock);
 	unsigned refused = pc_load_relaxed(&b->refused);
 	if (refused == 0)
 		return;
@@ -242,9 +270,10 @@ static void barn_missed(struct pc_cache *s, struct pc_barn *b)
 	pc_lock_release(&b->lock);
 }
 
-/* Forget the bound's history (an emptied barn). Under the barn lock. */
+/* Forget the bound's history (an emptied barn). */
 static void barn_reset_locked(struct pc_barn *b)
 {
+	pc_lock_assert_held(&b->lock);
 	barn_lower_locked(b, 0);
 	pc_store_relaxed(&b->refused, 0);
 	b->low = 0;
@@ -322,7 +351,7 @@ static bool barn_push(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh
 {
 	bool done = false;
 	pc_lock_acquire(&b->lock);
-	unsigned bound = barn_bound(b);
+	unsigned bound = barn_bound(b, full);
 	_Atomic unsigned *nr = full ? &b->nr_full : &b->nr_empty;
 	unsigned n = pc_load_relaxed(nr);
 	if (n < bound) {
@@ -373,10 +402,11 @@ void barn_drain(struct pc_cache *s, unsigned node)
 }
 
 /* Unlink sheaves from *list (count *nr) until it holds at most bound;
- * they go onto *out. Under the barn lock. */
-static unsigned barn_cut_locked(struct pc_sheaf **list, _Atomic unsigned *nr, unsigned bound,
-				struct pc_sheaf **out)
+ * they go onto *out. */
+static unsigned barn_cut_locked(struct pc_barn *b, struct pc_sheaf **list, _Atomic unsigned *nr,
+				unsigned bound, struct pc_sheaf **out)
 {
+	pc_lock_assert_held(&b->lock);
 	unsigned cut = 0;
 	while (pc_load_relaxed(nr) > bound) {
 		struct pc_sheaf *sh = *list;
@@ -390,11 +420,13 @@ static unsigned barn_cut_locked(struct pc_sheaf **list, _Atomic unsigned *nr, un
 }
 
 /*
- * Decay: drain the barn if no sheaf came or went since the previous pass
- * (uses unchanged) and it holds some, and reset its bound. Else the bound
+ * Decay: a barn no sheaf came to or left since the previous pass (uses
+ * unchanged) is emptied, if it holds any, and its bound reset (also when
+ * it holds none: its raise and its share of the budget go). Else the bound
  * follows demand: extra falls by low (full sheaves that stayed the whole
- * interval), sheaves above the bound (those, or a tunable lowered
- * meanwhile) are flushed, and refused and low start again.
+ * interval), then by half if nothing was refused in the interval, and to
+ * nothing while the budget is overdrawn (lowered at run time); sheaves
+ * above the bounds are flushed, and refused and low start again.
  */
 unsigned barn_decay(struct pc_cache *s, unsigned node)
 {
@@ -402,7 +434,7 @@ unsigned barn_decay(struct pc_cache *s, unsigned node)
 	struct pc_sheaf *full = NULL, *empty = NULL;
 	unsigned n = 0;
 	pc_lock_acquire(&b->lock);
-	if (b->uses == b->decay_seen && (b->full || b->empty)) {
+	if (b->uses == b->decay_seen) {
 		full = b->full;
 		empty = b->empty;
 		n = pc_load_relaxed(&b->nr_full) + pc_load_relaxed(&b->nr_empty);
@@ -412,12 +444,14 @@ unsigned barn_decay(struct pc_cache *s, unsigned node)
 		barn_reset_locked(b);
 	} else {
 		unsigned extra = pc_load_relaxed(&b->extra);
-		/* Over budget (slub.barn_max_kb lowered): every raise goes. */
-		bool over = pc_load_relaxed(&barns_charged) > barn_budget();
-		barn_lower_locked(b, over || extra < b->low ? 0 : extra - b->low);
-		unsigned bound = barn_bound(b);
-		n += barn_cut_locked(&b->full, &b->nr_full, bound, &full);
-		n += barn_cut_locked(&b->empty, &b->nr_empty, bound, &empty);
+		extra -= PC_MIN(extra, b->low);
+		if (pc_load_relaxed(&b->refused) == 0)
+			extra /= 2;
+		if (pc_load_relaxed(&barns_charged) > barn_budget())
+			extra = 0;
+		barn_lower_locked(b, extra);
+		n += barn_cut_locked(b, &b->full, &b->nr_full, barn_bound(b, true), &full);
+		n += barn_cut_locked(b, &b->empty, &b->nr_empty, barn_bound(b, false), &empty);
 		pc_store_relaxed(&b->refused, 0);
 		b->low = pc_load_relaxed(&b->nr_full);
 	}

@@ -224,6 +224,7 @@ static bool slab_init(void)
 	pc_option_on_resolve(PC_OPT_SLUB_MIN_OBJECTS, min_objects_resolved);
 	pc_option_on_resolve(PC_OPT_SLUB_MAX_PARTIAL, max_partial_resolved);
 	pc_option_on_resolve(PC_OPT_SLUB_SHEAF_MODE, sheaf_mode_resolved);
+	pc_option_on_resolve(PC_OPT_SLUB_BARN_MAX_KB, barn_max_kb_resolved);
 	/* In a fork child, once the fork window is closed (the witness's
 	 * entry, debug builds) and locks may be taken again in rank order. */
 	static const struct pc_life orphans_life = {

@@ -354,15 +354,17 @@ struct pc_barn {
 	/* Under lock: sheaves taken and given so far, and that count when the
 	 * decay last looked (unchanged at its next look: the barn is idle). */
 	uint64_t uses, decay_seen;
-	/* The bound follows demand (barn.c, "The bound"): each list may hold
-	 * slub.barn_sheaves + extra sheaves, extra clamped so that the full
-	 * sheaves stay within slub.barn_max_kb. extra grows by one for a miss
+	/* The bound follows demand (barn.c, "The bound"): the full list may
+	 * hold slub.barn_sheaves + extra sheaves, the empty list
+	 * slub.barn_sheaves. extra grows by one for a miss
 	 * (no full sheaf to hand out) while refused (full sheaves turned away
 	 * at the bound since the decay's last look) is non-zero, and uses one
 	 * of them up, if the process's budget (slub.barn_max_kb, shared by
 	 * every barn) has room; charged: the bytes this barn took of it. The
 	 * decay lowers extra by low (the fewest full sheaves held at any
-	 * moment since its last look: never needed). All written under lock;
+	 * moment since its last look: never needed), halves it after an
+	 * interval with no refusal, and resets it when the barn was not used
+	 * for a whole interval. All written under lock;
 	 * extra and refused atomic (relaxed) for racy peeks. */
 	_Atomic unsigned extra, refused;
 	unsigned low;
@@ -540,12 +542,15 @@ struct pc_cache_info {
 	long slabs, total_objects, active_objects, partial_slabs, cpu_slabs;
 	long cpu_partial_slabs; /* slabs on CPU partial lists */
 	unsigned sheaf_capacity;
-	unsigned barn_limit; /* sheaves each list of a barn may hold now (the most over nodes) */
+	unsigned barn_limit; /* full sheaves a barn may hold now (the most over nodes) */
 	long sheaf_objects; /* free objects in sheaves and barns (not active), racy */
 	uint64_t stats[PC_SLAB_STAT_COUNT];
 	struct pc_lock_stats list_lock; /* summed over nodes */
 	struct pc_lock_stats barn_lock; /* summed over nodes */
 };
+/* Bytes of raised barn bounds charged now, by every cache together (at most
+ * slub.barn_max_kb; barn.c, "The bound"): for tests and reports. */
+size_t pc_slab_barn_charged(void);
 /* Fill info for cache s (counts taken under list_lock, like slabinfo). */
 void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info);
 /* Call fn for every cache, under slab_mutex. */
@@ -1147,7 +1152,9 @@ void barn_drain(struct pc_cache *s, unsigned node);
 unsigned barn_decay(struct pc_cache *s, unsigned node);
 /* Objects in node's full sheaves (under the barn lock). */
 long barn_count_objects(struct pc_cache *s, unsigned node);
-/* Sheaves each list of node's barn may hold now (its bound, racy). */
+/* What slub.barn_max_kb = -1 stands for now (the help's resolver). */
+long barn_max_kb_resolved(void);
+/* Full sheaves node's barn may hold now (its bound, racy). */
 unsigned barn_limit(struct pc_cache *s, unsigned node);
 bool sheaf_caches_init(void);       /* the caches sheaves come from (once) */
 

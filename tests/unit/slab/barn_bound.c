@@ -25,16 +25,25 @@
  *                      (pc_slab_reclaim) empty a grown barn and reset its
  *                      bound to slub.barn_sheaves.
  *  decay_follows_demand after growth, rounds that need fewer sheaves leave
- *                      full sheaves in the barn a whole interval: the next
- *                      pass lowers the bound by them and flushes them; an
- *                      idle barn is emptied and its bound reset.
- *  lowered_live        slub.barn_max_kb lowered while the barn holds more
- *                      than the new bound: the next pass cuts it to the bound.
+ *                      full sheaves in the barn a whole interval and refuse
+ *                      none: the next pass lowers the bound (by them, then by
+ *                      half) and flushes what is above it; more demand raises
+ *                      it again; a barn unused for a whole interval is emptied
+ *                      and its bound reset, its charge given back.
+ *  idle_empty_resets   a raised barn whose full sheaves were all taken (it
+ *                      holds none) and that is then left alone: the pass
+ *                      resets its bound and gives its charge back all the same.
+ *  lowered_live        slub.barn_max_kb lowered while barns are raised: 0 or
+ *                      a smaller budget puts every bound back at
+ *                      slub.barn_sheaves at once, and the next pass gives the
+ *                      charge back and cuts what the barn holds above it.
  *  threads_live        many more threads than CPUs allocate and free rounds
  *                      of objects with contents checked on every free while
  *                      the main thread changes slub.barn_max_kb and
  *                      slub.barn_sheaves, forces decay passes and shrinks the
- *                      cache; every object is back at the end (check exact).
+ *                      cache; every object is back at the end (check exact)
+ *                      and no charge is left once the cache is destroyed.
+ *  Every test ends with no charge left (pc_slab_barn_charged() == 0).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -64,10 +73,14 @@ static uint64_t stat_of(struct pc_cache *s, enum pc_slab_stat k)
 
 /* Full sheaves of capacity CAP of s that fit in kb KiB (barn.c's
  * sheaf_bytes: the objects' slots and the sheaf). */
+static size_t per_sheaf(struct pc_cache *s)
+{
+	return sizeof(struct pc_sheaf) + CAP * (info_of(s).size + sizeof(void *));
+}
+
 static unsigned fit(struct pc_cache *s, long kb)
 {
-	size_t per = sizeof(struct pc_sheaf) + CAP * (info_of(s).size + sizeof(void *));
-	return (unsigned)(((size_t)kb << 10) / per);
+	return (unsigned)(((size_t)kb << 10) / per_sheaf(s));
 }
 
 static void *v[4096];
@@ -89,14 +102,18 @@ static uint64_t round_refills(struct pc_cache *s, int n, uint64_t *flushes)
 	return stat_of(s, PC_SLAB_STAT_sheaf_refill) - r0;
 }
 
-/* rseq mode: stay on CPU 0 (one CPU's sheaves, the barn of its node). */
+/* rseq mode: stay on one CPU (one CPU's sheaves, the barn of its node):
+ * the first CPU the thread may run on. */
 static bool settle(void)
 {
-	if (pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ && !pin_cpu(0)) {
-		printf("  (cannot pin to CPU 0; skipped)\n");
-		return false;
-	}
-	return true;
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ)
+		return true;
+	cpu_set_t set;
+	REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
+	for (unsigned c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			return pin_cpu(c);
+	return false;
 }
 
 static struct pc_cache *make(const char *name, long kb)
@@ -113,7 +130,8 @@ static void finish(struct pc_cache *s)
 {
 	CHECK_EQ(pc_cache_check(s), 0);
 	CHECK_EQ(pc_cache_destroy(s), 0);
-	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 4096);
+	CHECK_EQ(pc_slab_barn_charged(), 0); /* the destroy gave its charge back */
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, -1);
 	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 8);
 }
 
@@ -141,6 +159,7 @@ TEST(grows_with_demand)
 	unsigned bound = info_of(s).barn_limit;
 	CHECK(bound > BASE);
 	CHECK(bound <= BASE + fit(s, 1024));
+	CHECK_EQ(pc_slab_barn_charged(), (bound - BASE) * per_sheaf(s));
 	/* N objects in sheaves: the barn held most of them (N / CAP sheaves,
 	 * less main and spare). */
 	CHECK(bound >= N / CAP - 3);
@@ -177,6 +196,7 @@ TEST(bounded_by_kb)
 	for (int i = 0; i < 6; i++)
 		round_refills(s, N, NULL);
 	CHECK_EQ(info_of(s).barn_limit, BASE + most);
+	CHECK_EQ(pc_slab_barn_charged(), most * per_sheaf(s));
 	CHECK(stat_of(s, PC_SLAB_STAT_barn_grow) > 0);
 	/* Full sheaves in the barn, main and spare of this CPU or thread. */
 	CHECK(info_of(s).sheaf_objects <= (long)CAP * (BASE + most + 2));
@@ -218,10 +238,12 @@ TEST(trim_resets)
 	pc_cache_shrink(s);
 	CHECK_EQ(info_of(s).sheaf_objects, 0);
 	CHECK_EQ(info_of(s).barn_limit, BASE);
+	CHECK_EQ(pc_slab_barn_charged(), 0);
 	grow(s);
 	pc_slab_reclaim(); /* the out-of-memory retry */
 	CHECK_EQ(info_of(s).sheaf_objects, 0);
 	CHECK_EQ(info_of(s).barn_limit, BASE);
+	CHECK_EQ(pc_slab_barn_charged(), 0);
 	/* It grows again from there, with fresh demand. */
 	grow(s);
 	finish(s);
@@ -233,23 +255,54 @@ TEST(decay_follows_demand)
 		return;
 	struct pc_cache *s = make("bb-decay", 1024);
 	grow(s);
-	unsigned grown = info_of(s).barn_limit;
-	pc_slab_decay_pass(); /* a look: the barn was used, it stays */
-	CHECK_EQ(info_of(s).barn_limit, grown);
-	/* Now rounds of 40 objects (10 sheaves): the barn never goes below
-	 * grown - 13 or so full sheaves. */
-	for (int i = 0; i < 3; i++)
-		round_refills(s, 40, NULL);
+	round_refills(s, N + 40, NULL); /* more than the bound holds: refusals */
+	unsigned before = info_of(s).barn_limit;
+	/* Refusals in the interval and no full sheaf left idle through it
+	 * (a new barn's low-water mark is 0): the bound stays. */
+	pc_slab_decay_pass();
+	CHECK_EQ(info_of(s).barn_limit, before);
+	/* Rounds of N: nothing refused, and about 10 full sheaves stay in the
+	 * barn throughout: lowered by them, then halved. */
+	round_refills(s, N, NULL);
+	round_refills(s, N, NULL);
 	pc_slab_decay_pass();
 	unsigned lowered = info_of(s).barn_limit;
-	CHECK(lowered < grown - 20);
+	CHECK(lowered <= BASE + (before - BASE) / 2);
 	CHECK(lowered >= BASE);
 	CHECK(info_of(s).sheaf_objects <= (long)CAP * (lowered + 2));
-	/* Unused over a whole interval: emptied, bound reset. */
+	CHECK_EQ(pc_slab_barn_charged(), (lowered - BASE) * per_sheaf(s));
+	/* More demand raises it again. */
+	grow(s);
+	/* Unused over a whole interval: emptied, bound reset, charge back. */
 	pc_slab_decay_pass();
 	pc_slab_decay_pass();
 	CHECK_EQ(info_of(s).barn_limit, BASE);
 	CHECK_EQ(info_of(s).sheaf_objects, 0);
+	CHECK_EQ(pc_slab_barn_charged(), 0);
+	finish(s);
+}
+
+TEST(idle_empty_resets)
+{
+	if (!settle())
+		return;
+	struct pc_cache *s = make("bb-empty", 1024);
+	grow(s);
+	/* No empty sheaf kept, and every object the sheaves hold taken: the
+	 * barn gives all its full sheaves away and holds none. */
+	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 0);
+	long m = info_of(s).sheaf_objects;
+	REQUIRE(m >= N && m <= 4096);
+	for (long i = 0; i < m; i++)
+		REQUIRE((v[i] = pc_cache_alloc(s)) != NULL);
+	CHECK_EQ(info_of(s).sheaf_objects, 0);
+	CHECK(info_of(s).barn_limit > 10);
+	pc_slab_decay_pass(); /* used since the last look */
+	pc_slab_decay_pass(); /* unused, holds no sheaf: reset all the same */
+	CHECK_EQ(info_of(s).barn_limit, 0);
+	CHECK_EQ(pc_slab_barn_charged(), 0);
+	for (long i = 0; i < m; i++)
+		pc_cache_free(s, v[i]);
 	finish(s);
 }
 
@@ -261,10 +314,23 @@ TEST(lowered_live)
 	grow(s);
 	long held = info_of(s).sheaf_objects;
 	CHECK(held >= N);
-	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 0);
-	CHECK_EQ(info_of(s).barn_limit, BASE); /* the bound at once */
-	round_refills(s, 8, NULL);             /* in use: the pass cuts, not drains */
+	/* A smaller budget than the charge: the base bound at once. */
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 4);
+	CHECK_EQ(info_of(s).barn_limit, BASE);
+	round_refills(s, 8, NULL); /* in use: the pass cuts, not drains */
 	pc_slab_decay_pass();
+	CHECK_EQ(pc_slab_barn_charged(), 0);
+	CHECK(info_of(s).sheaf_objects <= (long)CAP * (BASE + 2));
+	/* Within the new budget it grows again, to what 4 KiB allow. */
+	for (int i = 0; i < 6; i++)
+		round_refills(s, N, NULL);
+	CHECK_EQ(info_of(s).barn_limit, BASE + fit(s, 4));
+	/* 0: the base at once, and the charge back at the next pass. */
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 0);
+	CHECK_EQ(info_of(s).barn_limit, BASE);
+	round_refills(s, 8, NULL);
+	pc_slab_decay_pass();
+	CHECK_EQ(pc_slab_barn_charged(), 0);
 	CHECK(info_of(s).sheaf_objects <= (long)CAP * (BASE + 2));
 	finish(s);
 }
@@ -329,8 +395,7 @@ TEST(threads_live)
 	for (int i = 0; i < THREADS; i++)
 		REQUIRE(pthread_join(t[i], NULL) == 0);
 	set_opt(PC_OPT_SLUB_BARN_SHEAVES, BASE);
-	CHECK(info_of(live).barn_limit >= BASE);
-	finish(live);
+	finish(live); /* every object back, no charge left */
 }
 
 int main(void)
@@ -345,6 +410,7 @@ int main(void)
 	RUN(bounded_by_kb);
 	RUN(trim_resets);
 	RUN(decay_follows_demand);
+	RUN(idle_empty_resets);
 	RUN(lowered_live);
 	RUN(threads_live);
 	return test_report();

@@ -12,7 +12,8 @@
  *    a pinned thread filled (rseq: the membarrier flush);
  *  - slub.sheaf_capacity = 0 empties the sheaves at once and later calls
  *    bypass them; a new capacity applies to new sheaves;
- *  - the barn keeps at most slub.barn_sheaves full sheaves;
+ *  - the barn keeps at most slub.barn_sheaves full sheaves when its bound
+ *    may not grow (slub.barn_max_kb = 0; growth: barn_bound.c);
  *  - a constructor runs once per slot, never again for a recycled object;
  *  - re-entry: a signal raised (by the test hook) while a slow path holds
  *    its locks, whose handler allocates and frees from the same cache, does
@@ -225,6 +226,7 @@ TEST(barn_bounded)
 {
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 4);
 	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 2);
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 0); /* the bound may not grow */
 	struct pc_cache *s = pc_cache_create("sheaf-barn", 48, 0, NULL);
 	REQUIRE(s);
 	enum { N = 400 };
@@ -239,6 +241,7 @@ TEST(barn_bounded)
 	CHECK(sheaf_objects(s) > 0);
 	CHECK_EQ(pc_cache_check(s), 0);
 	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 8);
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, -1);
 	CHECK_EQ(pc_cache_destroy(s), 0);
 }
 

@@ -8,8 +8,9 @@
  * through shared slots, check, free) while a tuner thread keeps setting
  * slub.max_order (0..4), slub.cpu_partial (0, 1, 2, 30, -1), slub.min_partial
  * (0, 5, 64) and slub.max_partial (-1, 0, 10, 100) and slub.min_objects,
- * slub.sheaf_capacity (0 = off, 1, 8, 64, -1) and slub.barn_sheaves (0, 1,
- * 8), and now and then shrinks a cache or calls pc_slab_reclaim(). The
+ * slub.sheaf_capacity (0 = off, 1, 8, 64, -1), slub.barn_sheaves (0, 1,
+ * 8) with slub.barn_max_kb (-1, 0, 4, 1024: the barns' raised bounds and
+ * their budget), and now and then shrinks a cache or calls pc_slab_reclaim(). The
  * run is cut into epochs; between epochs every thread waits at a barrier and
  * the main thread checks each cache with pc_cache_check() against the number
  * of objects the threads hold (in per-thread sheaf mode each worker first
@@ -195,6 +196,7 @@ static void *tuner_main(void *arg)
 	static const long min_objects[] = { -1, 1, 4, 32 };
 	static const long sheaf_capacity[] = { 0, 1, 8, 64, -1 };
 	static const long barn_sheaves[] = { 0, 1, 8 };
+	static const long barn_max_kb[] = { -1, 0, 4, 1024 };
 	(void)arg;
 	while (!pc_load_relaxed(&tuner_stop)) {
 		uint64_t r = test_rand(&rng);
@@ -204,7 +206,10 @@ static void *tuner_main(void *arg)
 			pc_slab_reclaim(); /* every cache, under slab_mutex */
 		switch (r % 7) {
 		case 5: set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, sheaf_capacity[(r >> 8) % 5]); break;
-		case 6: set_opt(PC_OPT_SLUB_BARN_SHEAVES, barn_sheaves[(r >> 8) % 3]); break;
+		case 6:
+			set_opt(PC_OPT_SLUB_BARN_SHEAVES, barn_sheaves[(r >> 8) % 3]);
+			set_opt(PC_OPT_SLUB_BARN_MAX_KB, barn_max_kb[(r >> 12) % 4]);
+			break;
 		case 0: set_opt(PC_OPT_SLUB_MAX_ORDER, max_order[(r >> 8) % 5]); break;
 		case 1: set_opt(PC_OPT_SLUB_CPU_PARTIAL, cpu_partial[(r >> 8) % 5]); break;
 		case 2: set_opt(PC_OPT_SLUB_MIN_PARTIAL, min_partial[(r >> 8) % 3]); break;
