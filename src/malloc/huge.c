@@ -220,7 +220,8 @@ static void shrink(struct pc_huge_header *h, size_t old, size_t total)
 		os_unmap(tail, old - total);
 }
 
-/* Resize: shrink in place (the tail cached), grow with mremap; only for
+/* Resize: shrink in place (the tail cached), grow in place into the cached
+ * range right after the block (huge_cache_grow), else with mremap; only for
  * blocks without extra alignment (a moved mapping is only page aligned).
  * NULL on failure, p then untouched: the caller moves the block, as when
  * mremap cannot grow a block that spans two mappings (one taken from
@@ -236,6 +237,10 @@ void *huge_realloc(void *p, size_t size)
 		pc_sub_relaxed(&huge_mapped, old - total);
 		if (total < old)
 			shrink(h, old, total);
+		return p;
+	}
+	if (huge_cache_grow(h, total)) { /* the cached range after it */
+		pc_add_relaxed(&huge_mapped, h->map_size - old);
 		return p;
 	}
 	struct pc_huge_header *n = os_remap(h, old, total);

@@ -41,10 +41,13 @@
  *    is given back.
  *
  * Lock-free, so nothing to do around fork() and safe from a signal handler:
- * a slot holds a header pointer; take is an exchange with NULL (the taker
- * owns the range), insert a compare-and-swap from NULL. slot_size,
- * slot_time and slot_resident are hints written before the insert: a
- * scanner may read stale ones, so whoever takes a range checks the real
+ * a slot holds a header pointer; take is a compare-and-swap to NULL (the
+ * taker owns the range); insert claims an empty slot (compare-and-swap from
+ * NULL to SLOT_BUSY), writes its hints (slot_size, slot_time,
+ * slot_resident), then publishes the range (a release store), so the hints
+ * of a slot are always its range's (two inserts racing for a slot cannot
+ * mix theirs), and a busy slot is neither empty nor takeable. A
+ * scanner may still read stale hints, so whoever takes a range checks the real
  * size, extents and address in the header it now owns (a merge that took
  * a range that turns out not to be adjacent puts it back). The byte counters
  * are relaxed and the bounds checked before the insert, so racing frees may
@@ -56,6 +59,8 @@
 #include "malloc.h"
 
 #define CACHE_SLOTS 32
+
+#define SLOT_BUSY ((struct pc_huge_header *)1) /* claimed by an insert */
 
 static _Atomic(struct pc_huge_header *) slots[CACHE_SLOTS];
 static _Atomic size_t slot_size[CACHE_SLOTS];
@@ -127,24 +132,31 @@ static void note_freed(size_t size, uint64_t now)
 	pc_store_relaxed(&largest_time, now);
 }
 
-/* Take slot i's range, or NULL if another thread took it first. */
+/* Slot i's range (relaxed: a hint for scanners), NULL if none or busy. */
+static struct pc_huge_header *slot_range(unsigned i)
+{
+	struct pc_huge_header *h = pc_load_relaxed(&slots[i]);
+	return h == SLOT_BUSY ? NULL : h;
+}
+
+/* Take slot i's range, or NULL if it is empty, busy, or another thread
+ * took it first. */
 static struct pc_huge_header *take_slot(unsigned i)
 {
-	if (!pc_load_relaxed(&slots[i]))
-		return NULL;
 	/* Acquire: pairs with insert's release (the header's fields). */
-	struct pc_huge_header *h = pc_xchg_acquire(&slots[i], NULL);
-	if (h)
-		count(h->map_size, resident_of(h), -1);
+	struct pc_huge_header *h = pc_load_acquire(&slots[i]);
+	if (!h || h == SLOT_BUSY || !pc_cas_strong_acquire(&slots[i], &h, NULL))
+		return NULL;
+	count(h->map_size, resident_of(h), -1);
 	return h;
 }
 
 /*
  * Put an owned range (header fields written) into a free slot, cached at
- * page-clock time t; false if every slot is taken. Once the compare-and-swap
- * has published it, another thread may take it and change its header, so
- * its size and resident bytes are read before, and counted before (a
- * taker's subtraction must not come first).
+ * page-clock time t; false if every slot is taken. Once published, another
+ * thread may take it and change its header, so its size and resident
+ * bytes are read and counted before (a taker's subtraction must not come
+ * first).
  */
 static bool insert(struct pc_huge_header *h, uint64_t t)
 {
@@ -152,17 +164,19 @@ static bool insert(struct pc_huge_header *h, uint64_t t)
 	h->magic = 0; /* not a live block while cached */
 	h->map_base = h;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		if (pc_load_relaxed(&slots[i]))
+		struct pc_huge_header *expected = NULL;
+		/* Relaxed: the claim publishes nothing; the store below does. */
+		if (pc_load_relaxed(&slots[i]) ||
+		    !atomic_compare_exchange_strong_explicit(&slots[i], &expected, SLOT_BUSY,
+							     memory_order_relaxed, memory_order_relaxed))
 			continue;
 		pc_store_relaxed(&slot_size[i], size);
 		pc_store_relaxed(&slot_time[i], t);
 		pc_store_relaxed(&slot_resident[i], resident);
 		count(size, resident, 1);
-		struct pc_huge_header *expected = NULL;
-		/* Release: a taker sees the header written before. */
-		if (pc_cas_strong_release(&slots[i], &expected, h))
-			return true;
-		count(size, resident, -1);
+		/* Release: a taker sees the header (and the hints) written before. */
+		pc_store_release(&slots[i], h);
+		return true;
 	}
 	return false;
 }
@@ -183,7 +197,7 @@ static void insert_or_unmap(struct pc_huge_header *h, uint64_t t)
 static struct pc_huge_header *merge(struct pc_huge_header *h, uint64_t *t)
 {
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		char *n = (char *)pc_load_relaxed(&slots[i]);
+		char *n = (char *)slot_range(i);
 		size_t nsize = pc_load_relaxed(&slot_size[i]);
 		if (!n || (n != (char *)h + h->map_size && n + nsize != (char *)h))
 			continue;
@@ -207,13 +221,14 @@ static struct pc_huge_header *merge(struct pc_huge_header *h, uint64_t *t)
 	return h;
 }
 
-/* The cached range with resident data pages freed longest ago, or -1. */
-static int oldest_resident(void)
+/* The cached range freed longest ago among those with resident data pages
+ * (`resident`) or the wholly released ones, or -1. */
+static int oldest(bool resident)
 {
 	int oldest = -1;
 	uint64_t when = PC_NS_NEVER;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		if (!pc_load_relaxed(&slots[i]) || pc_load_relaxed(&slot_resident[i]) == 0)
+		if (!slot_range(i) || (pc_load_relaxed(&slot_resident[i]) != 0) != resident)
 			continue;
 		uint64_t t = pc_load_relaxed(&slot_time[i]);
 		if (t < when) {
@@ -235,27 +250,52 @@ static void shed_resident(void)
 		size_t resident = pc_load_relaxed(&resident_bytes);
 		if (resident <= bound)
 			return;
-		int i = oldest_resident();
+		int i = oldest(true);
 		if (i < 0)
 			return;
 		uint64_t t = pc_load_relaxed(&slot_time[i]);
 		struct pc_huge_header *h = take_slot((unsigned)i);
 		if (!h)
 			continue;
-		huge_dirty_release(h, resident - bound);
+		size_t released = huge_dirty_release(h, resident - bound);
 		insert_or_unmap(h, t);
+		if (released == 0)
+			return; /* refused (mlock'ed memory: EINVAL): the next free tries again */
 	}
 }
 
+/* Room for `size` more bytes under the address-space bound: the oldest
+ * wholly released ranges are unmapped for it (a block just freed, its pages
+ * resident, is worth more than address space whose pages are gone); false
+ * if that is not enough. */
+static bool make_room(size_t size, size_t bound)
+{
+	for (unsigned n = 0; n < CACHE_SLOTS; n++) {
+		if (pc_load_relaxed(&cached_bytes) + size <= bound)
+			return true;
+		int i = oldest(false);
+		if (i < 0)
+			return false;
+		uint64_t t = pc_load_relaxed(&slot_time[i]);
+		struct pc_huge_header *h = take_slot((unsigned)i);
+		if (h && resident_of(h) != 0)
+			insert_or_unmap(h, t); /* the slot was reused meanwhile */
+		else if (h)
+			os_unmap(h, h->map_size);
+	}
+	return pc_load_relaxed(&cached_bytes) + size <= bound;
+}
+
 /* Keep the mapping of a freed huge block (header h, map_size set, every
- * data page taken as dirty); false if it does not fit the bound (the caller
- * unmaps it). */
+ * data page taken as dirty); false (the caller unmaps it) for a block with
+ * extra alignment, with a release delay of 0, or when it does not fit the
+ * bound even without the released ranges. */
 bool huge_cache_put(struct pc_huge_header *h)
 {
 	size_t bound = (size_t)pc_option(PC_OPT_VM_HUGE_CACHE_KB) << 10;
 	if (h->align > PC_PAGE_SIZE || pc_option(PC_OPT_VM_RELEASE_DELAY_MS) == 0)
 		return false;
-	if (pc_load_relaxed(&cached_bytes) + h->map_size > bound)
+	if (h->map_size > bound || !make_room(h->map_size, bound))
 		return false;
 	uint64_t t = pc_page_clock_ns();
 	note_freed(h->map_size, t);
@@ -270,21 +310,22 @@ bool huge_cache_put(struct pc_huge_header *h)
 }
 
 /* The best fit for `need` bytes among ranges with resident data pages
- * (`resident`) or wholly released ones (see the top), or -1 when there looks
- * to be none. */
-static int best_slot(size_t need, bool resident)
+ * (`resident`: at least an eighth of `need`, so that the header pages left
+ * in a range joined from released ones do not count) or the others (see the
+ * top), or -1 when there looks to be none; a smaller range (to grow) only if
+ * `grow`. */
+static int best_slot(size_t need, bool resident, bool grow)
 {
 	int best = -1, below = -1;
 	size_t best_size = SIZE_MAX, below_size = 0;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		if (!pc_load_relaxed(&slots[i]) ||
-		    (pc_load_relaxed(&slot_resident[i]) != 0) != resident)
+		if (!slot_range(i) || (pc_load_relaxed(&slot_resident[i]) >= need / 8) != resident)
 			continue;
 		size_t s = pc_load_relaxed(&slot_size[i]);
 		if (s >= need && s < best_size) {
 			best = (int)i;
 			best_size = s;
-		} else if (s < need && s > below_size) {
+		} else if (grow && s < need && s > below_size) {
 			below = (int)i;
 			below_size = s;
 		}
@@ -295,8 +336,10 @@ static int best_slot(size_t need, bool resident)
 /* Where in range h (larger than `need`) a block of `need` bytes reuses the
  * most resident pages: the offset of its header page, at the start of h's
  * largest dirty extent (where a freed block joined to the range below kept
- * its header page; 0, the front, when that is all or nothing); 0 or at
- * least two pages, so that the front left is a range of its own. */
+ * its header page). 0, the front, when that run is under an eighth of
+ * `need` (a header page left by a join is not worth a split) or the front
+ * before it would be (not worth a slot). With vm.huge_thp the block's data
+ * stays on a 2 MiB boundary where the range's is (whole huge pages). */
 static size_t place(const struct pc_huge_header *h, size_t need)
 {
 	size_t off = 0, len = 0;
@@ -306,7 +349,30 @@ static size_t place(const struct pc_huge_header *h, size_t need)
 			off = h->dirty[i].off;
 		}
 	off = PC_MIN(off, h->map_size - need);
-	return off < 2 * PC_PAGE_SIZE ? 0 : off;
+	if (pc_option(PC_OPT_VM_HUGE_THP)) { /* the data, one page after off, down to 2 MiB */
+		uintptr_t base = (uintptr_t)h + PC_PAGE_SIZE;
+		uintptr_t data = (base + off) & ~(((uintptr_t)2 << 20) - 1);
+		off = data >= base ? data - base : 0;
+	}
+	return len < need / 8 || off < need / 8 ? 0 : off;
+}
+
+/* Split off what range or block h has beyond `need` bytes as a range of
+ * its own, cached at time t (the time of the range it came from: its pages
+ * are no younger), when that is more than an eighth of `limit`; h's new
+ * size. */
+static size_t split_tail(struct pc_huge_header *h, size_t need, size_t limit, uint64_t t)
+{
+	size_t have = h->map_size;
+	if (have <= need || have - need <= limit / 8)
+		return have;
+	struct pc_huge_header *tail = (void *)((char *)h + need);
+	tail->map_size = have - need;
+	tail->align = PC_PAGE_SIZE;
+	tail->lent = false;
+	huge_dirty_split(h, need, tail);
+	insert_or_unmap(tail, t);
+	return need;
 }
 
 /* Fit a cached range h to `need` bytes: place the block where its pages
@@ -338,34 +404,67 @@ static struct pc_huge_header *fit(struct pc_huge_header *h, size_t need, uint64_
 		}
 		h = n;
 		have = need;
-	} else if (have - need > need / 8) {
-		struct pc_huge_header *tail = (void *)((char *)h + need);
-		tail->map_size = have - need;
-		tail->align = PC_PAGE_SIZE;
-		tail->lent = false;
-		huge_dirty_split(h, need, tail);
-		insert_or_unmap(tail, pc_page_clock_ns());
-		have = need;
+	} else {
+		h->map_size = have;
+		have = split_tail(h, need, need, t);
 	}
 	h->map_base = h;
 	h->map_size = have;
 	return h;
 }
 
-/* A mapping of at least `need` bytes (page multiple) whose contents are
- * undefined, header not yet written; NULL if the cache has none. */
+/*
+ * Grow live block h to `total` bytes in place with the cached range that
+ * starts where it ends, if that is large enough (realloc: the tail fit split
+ * off this very block, or the one a shrinking realloc cached): no system
+ * call, the range's pages kept, and no mremap, which cannot grow a block
+ * that spans two kernel mappings. What the block does not need beyond an
+ * eighth goes back into the cache. false (h unchanged) if there is none.
+ */
+bool huge_cache_grow(struct pc_huge_header *h, size_t total)
+{
+	char *next = (char *)h + h->map_size;
+	size_t extra = total - h->map_size;
+	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
+		if ((char *)slot_range(i) != next || pc_load_relaxed(&slot_size[i]) < extra)
+			continue;
+		uint64_t t = pc_load_relaxed(&slot_time[i]);
+		struct pc_huge_header *n = take_slot(i);
+		if (!n)
+			return false;
+		if ((char *)n != next || n->map_size < extra) {
+			insert_or_unmap(n, t); /* the slot was reused meanwhile */
+			return false;
+		}
+		h->map_size += split_tail(n, extra, total, t);
+		return true;
+	}
+	return false;
+}
+
+/* A mapping of `need` bytes (page multiple) to `need` + need/8, its
+ * contents undefined but where its dirty extents say (the header's extent
+ * list is valid: calloc reads it; the other header fields are the
+ * caller's to write); NULL if the cache has none. When a range cannot be
+ * grown, only ranges large enough are tried after it. */
 struct pc_huge_header *huge_cache_take(size_t need)
 {
+	bool grow = true;
 	for (int tries = 0; tries < 4; tries++) {
-		int i = best_slot(need, true);
+		int i = best_slot(need, true, grow);
 		if (i < 0)
-			i = best_slot(need, false);
+			i = best_slot(need, false, grow);
 		if (i < 0)
 			return NULL;
 		uint64_t t = pc_load_relaxed(&slot_time[i]);
 		struct pc_huge_header *h = take_slot((unsigned)i);
-		if (h)
-			return fit(h, need, t);
+		if (!h)
+			continue;
+		bool growing = h->map_size < need;
+		h = fit(h, need, t);
+		if (h || !growing)
+			return h;
+		grow = false; /* fit cached it again */
 	}
 	return NULL;
 }

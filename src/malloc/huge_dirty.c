@@ -65,10 +65,26 @@ static void push(struct pc_huge_header *h, size_t off, size_t len)
 	h->nr_dirty = n + 1;
 }
 
+bool huge_dirty_valid(const struct pc_huge_header *h)
+{
+	if (h->nr_dirty > PC_HUGE_DIRTY_MAX)
+		return false;
+	size_t end = 0; /* of the last extent: the next starts beyond it */
+	for (unsigned i = 0; i < h->nr_dirty; i++) {
+		const struct pc_huge_extent *e = &h->dirty[i];
+		if (e->len == 0 || e->off < PC_PAGE_SIZE || e->off <= end || e->off > h->map_size ||
+		    e->len > h->map_size - e->off || ((e->off | e->len) & (PC_PAGE_SIZE - 1)))
+			return false;
+		end = e->off + e->len;
+	}
+	return true;
+}
+
 void huge_dirty_all(struct pc_huge_header *h)
 {
 	h->nr_dirty = 0;
 	push(h, PC_PAGE_SIZE, h->map_size - PC_PAGE_SIZE);
+	pc_assert_expensive(huge_dirty_valid(h));
 }
 
 size_t huge_dirty_bytes(const struct pc_huge_header *h)
@@ -88,6 +104,9 @@ void huge_dirty_join(struct pc_huge_header *lo, const struct pc_huge_header *hi)
 	push(lo, at, PC_PAGE_SIZE); /* hi's header page */
 	for (unsigned i = 0; i < n; i++)
 		push(lo, at + hi->dirty[i].off, hi->dirty[i].len);
+	/* lo's size is the caller's to grow: check against the joined size. */
+	pc_assert_expensive(lo->nr_dirty == 0 ||
+			    lo->dirty[lo->nr_dirty - 1].off + lo->dirty[lo->nr_dirty - 1].len <= at + hi->map_size);
 }
 
 void huge_dirty_split(struct pc_huge_header *h, size_t at, struct pc_huge_header *tail)
@@ -106,6 +125,8 @@ void huge_dirty_split(struct pc_huge_header *h, size_t at, struct pc_huge_header
 		}
 	}
 	h->nr_dirty = keep;
+	pc_assert_expensive(tail->nr_dirty == 0 ||
+			    tail->dirty[tail->nr_dirty - 1].off + tail->dirty[tail->nr_dirty - 1].len <= tail->map_size);
 }
 
 size_t huge_dirty_release(struct pc_huge_header *h, size_t want)
@@ -135,6 +156,7 @@ size_t huge_dirty_release(struct pc_huge_header *h, size_t want)
 	if (cut)
 		h->dirty[n - 1].len -= cut;
 	h->nr_dirty = n;
+	pc_assert_expensive(huge_dirty_valid(h));
 	return done;
 }
 

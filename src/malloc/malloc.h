@@ -80,7 +80,10 @@ struct pc_huge_extent {
  * describe a cached range (and a block taken from the cache, until calloc
  * has read them): sorted, disjoint, not touching, inside
  * [PC_PAGE_SIZE, map_size); every data page outside them reads zero (never
- * touched, or given back with MADV_DONTNEED) and is not resident. */
+ * touched, or given back with MADV_DONTNEED: never MADV_FREE, whose pages
+ * may come back with their old data), which calloc relies on. Not resident
+ * there is a best effort only (a squeezed gap counts as dirty; khugepaged
+ * may fill a huge page around a resident page). */
 struct pc_huge_header {
 	uint64_t magic;
 	void *map_base;      /* start of the mapping (the header page or before) */
@@ -247,10 +250,14 @@ size_t huge_count(void);
 void huge_zero(void *p, size_t size);
 /* "huge_cache.c": freed mappings kept for reuse (see the file). put is
  * false when the caller must unmap h itself; take returns a mapping of
- * exactly `need` bytes, header unwritten, or NULL. bytes: address space
+ * `need` to need + need/8 bytes, its header's dirty extents valid (the rest
+ * of the header the caller's to write), or NULL. bytes: address space
  * cached; resident: the part of it not released; bound: the most resident. */
 bool huge_cache_put(struct pc_huge_header *h);
 struct pc_huge_header *huge_cache_take(size_t need);
+/* Grow live block h in place to `total` bytes with the cached range right
+ * after it; false if there is none large enough. */
+bool huge_cache_grow(struct pc_huge_header *h, size_t total);
 size_t huge_cache_expire(void);
 size_t huge_cache_flush(void);
 size_t huge_cache_bytes(void);
@@ -265,6 +272,7 @@ extern _Atomic size_t pc_huge_cache_test_bound PC_HIDDEN;  /* tests only: 0 = co
  * header page starts) to tail; release: give back (MADV_DONTNEED) the last
  * `want` bytes of them (SIZE_MAX: all), returns the bytes given back; zero:
  * clear them below `limit` bytes from the header. */
+bool huge_dirty_valid(const struct pc_huge_header *h); /* the invariants above */
 void huge_dirty_all(struct pc_huge_header *h);
 size_t huge_dirty_bytes(const struct pc_huge_header *h);
 void huge_dirty_join(struct pc_huge_header *lo, const struct pc_huge_header *hi);

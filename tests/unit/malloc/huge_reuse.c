@@ -25,8 +25,10 @@
  *                    middle (the bound forced, pc_huge_cache_test_bound):
  *                    a block the middle's size is placed there, not at the
  *                    front, and finds its pages resident.
- *  remap_refused     mremap refused (injected) while a cached range is
- *                    grown for a larger block: the range stays cached.
+ *  remap_refused     mremap refused (injected) while a resident cached range
+ *                    is grown for a larger block: the range stays cached,
+ *                    and the block is a released range large enough (not a
+ *                    new mapping).
  *  remap_two_vmas    a cached range split into several mappings by the
  *                    kernel (MADV_DONTFORK on its middle): mremap cannot grow
  *                    it (EFAULT), the range stays cached and is reused whole
@@ -35,6 +37,16 @@
  *                    free as large, down to the block freed now.
  *  realloc_shrink    realloc to a third keeps the block in place and caches
  *                    the tail (resident); freeing the block joins them again.
+ *  realloc_grow      realloc growing a block into the cached range right
+ *                    after it (the tail a shrink cached): in place, no
+ *                    mremap (which would move it: the range is mapped),
+ *                    no fault, the excess beyond an eighth cached again.
+ *  put_evicts        the address-space bound full of released ranges: a
+ *                    block freed resident is kept, the oldest released range
+ *                    unmapped for it (it was the block that went).
+ *  tail_keeps_time   a tail split off a cached range keeps the range's
+ *                    time: it expires a delay after the range was freed,
+ *                    not after the split.
  *  threads_mixed     4 threads, bound of 1 CPU (ranges joined, split, placed,
  *                    released in part all the time): malloc, calloc (reads
  *                    zero), realloc down and up (contents kept); every
@@ -124,6 +136,7 @@ static struct pc_huge_header *header(size_t map_size)
 /* The invariants of malloc.h: sorted, disjoint, not touching, inside. */
 static void check_extents(const struct pc_huge_header *h)
 {
+	CHECK(huge_dirty_valid(h));
 	CHECK(h->nr_dirty <= PC_HUGE_DIRTY_MAX);
 	for (unsigned i = 0; i < h->nr_dirty; i++) {
 		const struct pc_huge_extent *e = &h->dirty[i];
@@ -297,22 +310,32 @@ TEST(place_resident)
 TEST(remap_refused)
 {
 	fresh_cache();
+	char *x = pc_malloc(32 * MiB);
+	REQUIRE(x != NULL);
+	guard(x);
 	char *p = pc_malloc(20 * MiB);
 	REQUIRE(p != NULL);
-	pc_free(p);
-	CHECK_EQ(huge_cache_bytes(), 20 * MiB + PC_PAGE_SIZE);
+	guard(p);
+	touch_pages(p, 20 * MiB, 1);
+	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
+	pc_free(x); /* released */
+	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
+	pc_free(p); /* resident: the bound is x's size */
+	CHECK_EQ(huge_cache_resident(), 20 * MiB + PC_PAGE_SIZE);
 	unsigned long injected = os_injected_failures();
-	os_inject_map_failures(0, 1); /* the mremap growing the range */
+	os_inject_map_failures(0, 1); /* the mremap growing p's range */
 	char *q = pc_malloc(30 * MiB);
 	os_inject_map_failures(0, 0);
 	CHECK_EQ(os_injected_failures(), injected + 1);
-	REQUIRE(q != NULL); /* a new mapping */
+	CHECK(q == x); /* the released range, not a new mapping */
+	REQUIRE(q != NULL);
 	touch_pages(q, 30 * MiB, 1);
-	CHECK_EQ(huge_cache_bytes(), 20 * MiB + PC_PAGE_SIZE); /* kept, not unmapped */
+	CHECK_EQ(huge_cache_bytes(), 20 * MiB + PC_PAGE_SIZE); /* p's kept, not unmapped */
 	char *r = pc_malloc(20 * MiB);
 	CHECK(r == p);
 	pc_free(r);
 	pc_free(q);
+	unguard();
 	pc_trim();
 }
 
@@ -395,6 +418,76 @@ TEST(realloc_shrink)
 	pc_trim();
 }
 
+TEST(realloc_grow)
+{
+	fresh_cache();
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 2);
+	char *p = pc_malloc(24 * MiB);
+	REQUIRE(p != NULL);
+	touch_pages(p, 24 * MiB, 'g');
+	REQUIRE(pc_realloc(p, 8 * MiB) == p);
+	CHECK_EQ(huge_cache_bytes(), 16 * MiB); /* the tail */
+	long f0 = minor_faults();
+	char *q = pc_realloc(p, 12 * MiB); /* into the tail: 12 MiB left, cached */
+	CHECK(q == p);
+	REQUIRE(q != NULL);
+	CHECK_EQ(pc_malloc_usable_size(q), 12 * MiB);
+	CHECK_EQ(huge_cache_bytes(), 12 * MiB);
+	q = pc_realloc(q, 24 * MiB); /* the rest, whole (the excess under an eighth) */
+	CHECK(q == p);
+	REQUIRE(q != NULL);
+	CHECK_EQ(huge_cache_bytes(), 0);
+	touch_pages(q, 24 * MiB, 'h');
+	CHECK(minor_faults() - f0 < 16); /* every page was resident */
+	CHECK_EQ(count_not(q, 24 * MiB, 'h', PC_PAGE_SIZE), 0);
+	pc_free(q);
+	pc_trim();
+}
+
+TEST(put_evicts)
+{
+	fresh_cache();
+	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_CACHE_KB, 40 * 1024, false) == 0);
+	char *x = pc_malloc(20 * MiB);
+	REQUIRE(x != NULL);
+	guard(x);
+	char *y = pc_malloc(20 * MiB);
+	REQUIRE(y != NULL);
+	guard(y);
+	touch_pages(y, 20 * MiB, 'y');
+	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
+	pc_free(x); /* released */
+	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
+	CHECK_EQ(huge_cache_resident(), 0);
+	pc_free(y); /* 40 MiB + 2 pages do not fit 40 MiB: x's range goes */
+	CHECK_EQ(huge_cache_bytes(), 20 * MiB + PC_PAGE_SIZE);
+	CHECK_EQ(huge_cache_resident(), 20 * MiB + PC_PAGE_SIZE);
+	char *r = pc_malloc(20 * MiB);
+	CHECK(r == y);
+	pc_free(r);
+	unguard();
+	pc_trim();
+	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_CACHE_KB, 262144, false) == 0);
+}
+
+TEST(tail_keeps_time)
+{
+	fresh_cache();
+	char *p = pc_malloc(24 * MiB);
+	REQUIRE(p != NULL);
+	pc_free(p);
+	pc_page_clock_advance(DELAY_NS / 2);
+	char *a = pc_malloc(8 * MiB); /* split: the 16 MiB tail cached */
+	CHECK(a == p);
+	REQUIRE(a != NULL);
+	CHECK_EQ(huge_cache_bytes(), 16 * MiB);
+	pc_page_clock_advance(DELAY_NS / 2 + 1000000);
+	CHECK_EQ(huge_cache_expire(), 16 * MiB); /* a delay after the free */
+	CHECK_EQ(huge_cache_bytes(), 0);
+	pc_free(a);
+	pc_trim();
+}
+
 /* One thread of threads_mixed: nonzero is the check that failed. */
 static void *mixed_worker(void *arg)
 {
@@ -406,9 +499,10 @@ static void *mixed_worker(void *arg)
 		char *p = zeroed ? pc_calloc(1, n) : pc_malloc(n);
 		if (!p)
 			return (void *)1;
-		if (zeroed)
-			for (size_t o = 0; o < n; o += 4096 + 64)
-				if (p[o] != 0)
+		if (zeroed) /* every page, where a pattern or a header would be */
+			for (size_t o = 0; o < n; o += PC_PAGE_SIZE)
+				if (p[o] != 0 || p[o + 8 < n ? o + 8 : o] != 0 ||
+				    p[o + 512 < n ? o + 512 : o] != 0)
 					return (void *)2;
 		char v = (char)(x >> 40 | 1);
 		for (size_t o = 0; o < n; o += PC_PAGE_SIZE)
@@ -463,6 +557,9 @@ int main(void)
 	RUN(remap_two_vmas);
 	RUN(bound_decays);
 	RUN(realloc_shrink);
+	RUN(realloc_grow);
+	RUN(put_evicts);
+	RUN(tail_keeps_time);
 	RUN(threads_mixed);
 	pc_store_relaxed(&pc_huge_cache_test_cpus, 0);
 	return test_report();

@@ -17,7 +17,11 @@
  *                   touching a new block, the kernel mapping (VMA) cut at
  *                   2 MiB (MADV_DONTFORK on the second 2 MiB) shows
  *                   AnonHugePages in the first part wherever it shows it in
- *                   the second (where the kernel gives none, both are 0).
+ *                   the second. Where the kernel gives no huge page to the
+ *                   second (THP off, or no free 2 MiB page) the check is
+ *                   skipped; a first part without one beside a second with
+ *                   one is tried once more on a new mapping (the kernel may
+ *                   have found no free 2 MiB page for the first fault only).
  *  off              vm.huge_thp=0: blocks still work (any page alignment),
  *                   without the advice.
  *  slack_refused    in a child under RLIMIT_AS that leaves room for the
@@ -107,9 +111,10 @@ static long anon_huge_kb(const void *p)
 	return kb;
 }
 
-TEST(first_extent)
+/* A new block's first and second 2 MiB: AnonHugePages (kB) of each, after
+ * touching it and cutting its mapping between them. */
+static void huge_kb_of_new_block(long *first, long *second)
 {
-	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 1, false) == 0);
 	pc_trim(); /* a new mapping */
 	char *p = pc_malloc(4 * MiB + 2 * PC_PAGE_SIZE);
 	REQUIRE(p != NULL);
@@ -117,12 +122,26 @@ TEST(first_extent)
 	REQUIRE((uintptr_t)base % THP == 0);
 	memset(p, 3, 4 * MiB);
 	REQUIRE(madvise(base + THP, THP, MADV_DONTFORK) == 0); /* cut at 2 MiB */
-	long first = anon_huge_kb(p), second = anon_huge_kb(base + THP);
-	CHECK(first >= 0 && second >= 0);
-	CHECK(first >= second); /* 2048 and 2048, or 0 and 0 */
+	*first = anon_huge_kb(p);
+	*second = anon_huge_kb(base + THP);
 	REQUIRE(madvise(base + THP, THP, MADV_DOFORK) == 0);
 	pc_free(p);
 	pc_trim();
+}
+
+TEST(first_extent)
+{
+	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_THP, 1, false) == 0);
+	long first = -1, second = -1;
+	huge_kb_of_new_block(&first, &second);
+	if (first == 0 && second > 0) /* once more: a fault the kernel found no page for */
+		huge_kb_of_new_block(&first, &second);
+	CHECK(first >= 0 && second >= 0);
+	if (second == 0) {
+		fprintf(stderr, "first_extent: SKIP, the kernel gave no huge page\n");
+		return;
+	}
+	CHECK(first >= second); /* 2048 and 2048 */
 }
 
 TEST(off)
