@@ -15,14 +15,22 @@ bool page_stats_on(void)
 	return pc_unlikely(pc_option(PC_OPT_STATS_ENABLE) != 0);
 }
 
-/* Copy the counters where lock-free readers may look (relaxed: hints only). */
-void zone_publish_hints_locked(struct pc_zone *z)
+/* Copy the counters where lock-free readers may look (relaxed: hints only),
+ * without the peak of use (a pcp refill, whose batch may come straight
+ * back: pcp.c). */
+void zone_publish_counts_locked(struct pc_zone *z)
 {
 	pc_lock_assert_held(&z->lock);
 	pc_store_relaxed(&z->free_hint, z->free_pages);
 	pc_store_relaxed(&z->dirty_hint, z->dirty_pages);
 	pc_store_relaxed(&z->managed_hint, z->managed_pages);
 	pc_store_relaxed(&z->run_dirty_hint, z->run_dirty_pages);
+}
+
+/* The counters, and the peak of use of the current window (release.c). */
+void zone_publish_hints_locked(struct pc_zone *z)
+{
+	zone_publish_counts_locked(z);
 	size_t used = z->managed_pages - z->free_pages;
 	if (pc_unlikely(used > z->peak_used[0])) { /* a new peak of this window */
 		z->peak_used[0] = used;

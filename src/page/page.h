@@ -189,7 +189,8 @@ struct pc_page {
 	struct pc_page *head;  /* PC_PG_TAIL: the slab's head page */
 	_Atomic uint8_t state; /* enum pc_page_state: use pc_pg_state/_set_state */
 	_Atomic uint8_t order; /* valid for heads: use pc_pg_order/_set_order */
-	uint8_t mem;           /* PC_PG_BUDDY: enum pc_mem, what backs the block */
+	uint8_t mem;           /* heads of free blocks, free runs and pcp entries:
+				  enum pc_mem, what backs them */
 	uint8_t flags;         /* owner's */
 	uint32_t aux;          /* owner's; RUN, RUN_END and PCP heads: length in pages;
 				  slab heads: the slab's size in bytes - 1 */
@@ -273,6 +274,15 @@ struct pc_pcp {
 	/* Bit i set iff list i is not empty, i = an order, or PC_PCP_MAX_ORDER
 	 * + a run length (pcp.c, pcp_list_at): drains visit only those. */
 	uint64_t used[(PC_PCP_MAX_ORDER + 1 + PC_PCP_MAX_RUN + 63) / 64];
+	/* Batches of this pcp in flight (pcp.c): detached from its lists or
+	 * taken from the zone for them, on their way with no lock held.
+	 * Incremented under lock, decremented without it; fork waits for 0
+	 * (pc_page_prefork). */
+	_Atomic int in_flight;
+	/* Pages that refills in flight mean to put on the lists: a refill
+	 * sized meanwhile leaves them room (pcp.c, refill_blocks). Changed
+	 * as in_flight is. */
+	_Atomic int refill_pages;
 	uint64_t refills, drains; /* under lock; statistics */
 	uint32_t last_refill;     /* pages moved by the last refill */
 	uint32_t last_drain;      /* pages moved by the last drain */
@@ -469,10 +479,28 @@ void pc_page_check_at(const char *where);
 #endif
 
 /* fork(): take every page lock (pcp then zone), release, or reset in the child.
- * Registered with the lifecycle registry (os.h) by the page layer's init. */
+ * Registered with the lifecycle registry (os.h) by the page layer's init.
+ * Prefork also waits, holding every pcp lock, for the batches in flight
+ * between a pcp and its zone (pcp.c) to arrive. */
 void pc_page_prefork(void);
 void pc_page_postfork_parent(void);
 void pc_page_postfork_child(void);
+
+/* Tests only (NULL = none): called at these points, so that a test holds a
+ * thread there and forces an interleaving (tests/unit/page/pcp_inflight.c).
+ * One relaxed load on slow paths only. */
+enum pc_page_test_point {
+	PC_PAGE_TEST_REFILL_TAKEN, /* pcp_refill: its batch taken from the zone, no lock held */
+	PC_PAGE_TEST_PREFORK_WAIT, /* pc_page_prefork: every pcp lock held, a batch still in
+				      flight (once per look at it) */
+};
+extern void (*_Atomic pc_page_test_hook)(enum pc_page_test_point at);
+PC_INLINE void pc_page_test_point(enum pc_page_test_point at)
+{
+	void (*hook)(enum pc_page_test_point) = pc_load_relaxed(&pc_page_test_hook);
+	if (pc_unlikely(hook != NULL))
+		hook(at);
+}
 
 /* ---- descriptor lookup ------------------------------------------------------ */
 extern struct pc_region *_Atomic pc_region_table[(size_t)1 << PC_REGION_TABLE_BITS] PC_HIDDEN;
@@ -533,6 +561,7 @@ void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order);
 bool zone_grow(struct pc_zone *z);
 bool page_stats_on(void);
 void zone_publish_hints_locked(struct pc_zone *z);
+void zone_publish_counts_locked(struct pc_zone *z);
 void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order);
 void zone_seed_all_locked(struct pc_zone *z);
 struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order);
@@ -546,15 +575,27 @@ void zone_release_init(void);
 /* "pcp.c" */
 /* Entries taken off a pcp, on their way to the zone with no lock held
  * (pcp_detach_locked, pcp_batch_free): buddy blocks (order in their head)
- * and runs (length in aux), state PC_PG_NONE. */
+ * and runs (length in aux), state PC_PG_NONE; in flight from `from` (set
+ * by the first detach, NULL while empty). */
 struct pcp_batch {
 	struct pc_list blocks, runs;
 	int pages;
+	struct pc_pcp *from;
+};
+/* A refill in flight (pcp_refill_plan under the pcp lock, then pcp_refill
+ * without it): up to `want` entries of `pages` pages, buddy blocks of
+ * `order` (run == 0) or runs of `run` pages. */
+struct pcp_refill {
+	unsigned order, run;
+	int pages, want, got;
+	int floor;            /* entries it puts on the list whatever the room */
+	bool grow;            /* a full batch: alloc_factor rises when it lands */
+	uint64_t t0;          /* statistics clock at the start */
+	struct pc_list batch; /* taken from the zone, not landed */
 };
 struct pc_page *pcp_take(struct pc_pcp *pcp, unsigned order, unsigned run);
-int pcp_refill_want(struct pc_pcp *pcp, unsigned order, uint8_t *factor);
-struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, unsigned run,
-			   int want, uint8_t factor);
+void pcp_refill_plan(struct pc_pcp *pcp, unsigned order, unsigned run, struct pcp_refill *r);
+struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_refill *r);
 bool pcp_free(struct pc_pcp *pcp, struct pc_page *pg, unsigned order, struct pcp_batch *out);
 bool pcp_free_run(struct pc_pcp *pcp, struct pc_page *pg, size_t pages, struct pcp_batch *out);
 void pcp_batch_init(struct pcp_batch *b);
@@ -574,6 +615,8 @@ void zone_run_init(struct pc_zone *z);
 struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t align_pages);
 void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages);
 void zone_run_free_at_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, uint64_t now);
+void zone_run_free_mem_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, enum pc_mem mem,
+			      uint64_t freed_ns);
 bool zone_run_claim_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, size_t to);
 size_t zone_run_release_locked(struct pc_zone *z);
 size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before);

@@ -16,6 +16,7 @@
 #include <errno.h>
 
 struct pc_region *_Atomic pc_region_table[(size_t)1 << PC_REGION_TABLE_BITS];
+void (*_Atomic pc_page_test_hook)(enum pc_page_test_point at);
 
 /* What is asked for: a buddy block of `order` (pages == 0), or a run of
  * `pages` aligned to align_pages. */
@@ -71,10 +72,10 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, const struct p
 					pc_add_relaxed(&z->stats.pcp_hits, 1);
 				return pg;
 			}
-			uint8_t factor;
-			int want = pcp_refill_want(pcp, order, &factor);
+			struct pcp_refill r;
+			pcp_refill_plan(pcp, order, run, &r);
 			pc_spin_stat_unlock(&pcp->lock); /* not held while the zone lock is waited for */
-			pg = pcp_refill(z, pcp, order, run, want, factor);
+			pg = pcp_refill(z, pcp, &r);
 			if (pg && page_stats_on()) /* served through the pcp, by its refill */
 				pc_add_relaxed(&z->stats.pcp_hits, 1);
 			zone_maybe_release(z); /* a slow path: time for a release pass? */
@@ -388,10 +389,18 @@ size_t pc_page_trim(void)
 	return released;
 }
 
-/* fork: every zone's grow lock, then every pcp lock, then every zone lock
+/*
+ * fork: every zone's grow lock, then every pcp lock, then every zone lock
  * (three passes in zone order, so that ranks never decrease: the witness,
  * lock.h, allows only equal ranks to nest here); released in the parent.
- * No other path holds two zones' locks, and each takes them in rank order. */
+ * No other path holds two zones' locks, and each takes them in rank order.
+ * Between the pcp pass and the zone pass, wait for the batches in flight
+ * between a pcp and its zone (pcp.c): taken, the child would hold them on
+ * no list and in no zone, pages that nobody there can free. None can start
+ * while we hold every pcp lock, and each one left needs only its zone's
+ * lock (a refill that finds its pcp lock ours goes back to the zone), which
+ * nobody waits for on us yet: the wait ends.
+ */
 void pc_page_prefork(void)
 {
 	for (unsigned i = 0; i < pc_zone_count(); i++)
@@ -399,6 +408,13 @@ void pc_page_prefork(void)
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&pc_zone_get(i)->pcp[c].lock.spin); /* not counted */
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		for (unsigned c = 0; c < os_cpu_count(); c++)
+			/* relaxed: the zone lock taken below orders their zone work */
+			while (pc_load_relaxed(&pc_zone_get(i)->pcp[c].in_flight) != 0) {
+				pc_page_test_point(PC_PAGE_TEST_PREFORK_WAIT);
+				os_yield();
+			}
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		pc_lock_acquire_for_fork(&pc_zone_get(i)->lock);
 }

@@ -4,7 +4,7 @@
  * no zone lock (seed 001).
  *
  * Batching: a refill takes `batch << alloc_factor` pages from the zone under
- * one zone-lock hold; each refill that finds room raises alloc_factor by one,
+ * one zone-lock hold; each refill that lands a full batch raises alloc_factor by one,
  * up to vm.pcp_batch_scale_max, so a CPU that keeps allocating moves ever
  * larger batches and takes the zone lock ever more rarely. Frees scale the
  * drain the same way with free_factor. A drain halves alloc_factor and a
@@ -28,20 +28,38 @@
  * and counted in the same count and high.
  *
  * Allocation and free never hold the pcp lock while they wait for the zone
- * lock: a refill is sized under the pcp lock (pcp_refill_want), taken from
+ * lock: a refill is sized under the pcp lock (pcp_refill_plan), taken from
  * the zone with it dropped and put on the list under it again (pcp_refill);
- * a free past high detaches its batch under the pcp lock
- * (pcp_detach_locked) and frees it to the zone after dropping it
+ * a free past high, and a decay, detach their batch under the pcp lock
+ * (pcp_detach_locked) and free it to the zone after dropping it
  * (pcp_batch_free). With more threads than CPUs, a thread preempted or
  * asleep on the zone lock while it held the pcp lock sent every other
  * thread of its CPU to the zone lock, one block at a time
- * (docs/pages-medium.md). In between, the entries of a batch are on no
- * list, state PC_PG_NONE, as allocated pages are (pc_page_check counts
- * them as in use; a fork meanwhile leaves them to nobody in the child, a
- * leak there, as malloc/init.c says of other memory in transit). The drains of
- * pc_page_drain_all, trim and decay take the pcp lock outright and keep it
- * (pcp_drain_locked). Every other function here runs with pcp->lock held,
- * but pcp_init, pcp_decay, pcp_refill and pcp_batch_free.
+ * (docs/pages-medium.md).
+ *
+ * In flight: between the two locks the entries of a batch are on no list,
+ * state PC_PG_NONE, as allocated pages are (pc_page_check counts them as in
+ * use). Each pcp counts its batches in flight (in_flight: incremented under
+ * its lock, decremented once the batch is in the zone or on the list), and
+ * fork waits for none to be left once it holds every pcp lock (no new one
+ * can start then; each one left needs only the zone lock, which fork takes
+ * after), so a child never inherits a batch that nobody owns there
+ * (pc_page_prefork). A refill's pages are also reserved in refill_pages,
+ * so that another thread of the CPU that finds the list empty meanwhile
+ * takes only its own block: concurrent refills never fill the list past
+ * high together. A refill that lands puts on the list only what fits under
+ * high then (or its minimum batch), and what does not land goes back to the
+ * zone as it came (clean blocks stay clean, dirty ones keep their age).
+ *
+ * What backs an entry (its head's mem): an entry freed on this CPU is
+ * dirty; one a refill put on the list keeps the zone's mem until it is
+ * handed out, so a drain gives a clean entry back clean.
+ *
+ * The drains of pc_page_drain_all and trim take the pcp lock outright and
+ * keep it (pcp_drain_locked). Every other function here runs with
+ * pcp->lock held, but pcp_init, pcp_batch_init, pcp_decay, pcp_refill and
+ * pcp_batch_free (and their helpers: refill_take and refill_put_back take
+ * the zone lock, refill_land_locked the pcp lock).
  */
 #include "page.h"
 
@@ -51,6 +69,8 @@ void pcp_init(struct pc_pcp *pcp)
 	pcp->count = 0;
 	pcp->high = 0; /* raised to the floor at first use (pcp_high) */
 	pcp->alloc_factor = pcp->free_factor = 0;
+	pc_store_relaxed(&pcp->in_flight, 0);
+	pc_store_relaxed(&pcp->refill_pages, 0);
 	for (unsigned o = 0; o <= PC_PCP_MAX_ORDER; o++)
 		pc_list_init(&pcp->lists[o]);
 	for (unsigned n = 0; n <= PC_PCP_MAX_RUN; n++)
@@ -74,21 +94,36 @@ static unsigned scale_max(void)
 	return (unsigned)pc_option(PC_OPT_VM_PCP_BATCH_SCALE_MAX);
 }
 
-/* Blocks of the order to take in the next refill (kernel: nr_pcp_alloc). */
-static int refill_blocks(struct pc_pcp *pcp, unsigned order)
+/*
+ * Blocks of the order to take in the next refill (kernel: nr_pcp_alloc):
+ * batch << alloc_factor, within the room that the lists and the refills in
+ * flight (refill_pages) leave under high, but at least a minimum batch (2
+ * blocks, or vm.pcp_batch pages) when no other refill is in flight, and
+ * only the caller's block when one is: two threads of one CPU that found
+ * its list empty at once both sized a refill to high, and k of them took k
+ * times high (review of medium, item 3). *grow: a full batch fits, so
+ * alloc_factor rises when it lands. *floor: the entries the refill puts on
+ * the list when it lands, whatever the room then (refill_land_locked).
+ */
+static int refill_blocks(struct pc_pcp *pcp, unsigned order, int pages, bool *grow, int *floor)
 {
 	int batch = (int)pc_option(PC_OPT_VM_PCP_BATCH);
 	int high = pcp_high(pcp);
 	unsigned cap = scale_max();
 	int base = PC_MAX(batch >> order, 2);
-	int room = high > pcp->count ? (high - pcp->count) >> order : 0;
-	int max_blocks = PC_MAX(room, base);
+	/* Relaxed: every increment is made under pcp->lock, which we hold; a
+	 * decrement not seen yet only makes this refill smaller. */
+	int reserved = pc_load_relaxed(&pcp->refill_pages);
+	int filled = pcp->count + reserved;
+	int room = high > filled ? (high - filled) / pages : 0;
+	int min_blocks = reserved ? 1 : base;
+	int max_blocks = PC_MAX(room, min_blocks);
 
 	if (pcp->alloc_factor > cap)
 		pcp->alloc_factor = (uint8_t)cap;
 	int n = base << pcp->alloc_factor;
-	if (n <= max_blocks && pcp->alloc_factor < cap)
-		pcp->alloc_factor++;
+	*grow = n <= max_blocks && pcp->alloc_factor < cap;
+	*floor = min_blocks - 1;
 	return PC_MIN(n, max_blocks);
 }
 
@@ -148,13 +183,24 @@ struct pc_page *pcp_take(struct pc_pcp *pcp, unsigned order, unsigned run)
 	return pg;
 }
 
-/* The size of the next refill, scaled (refill_blocks); the factor before
- * the scaling in *factor, to put back if the zone turns out empty. */
-int pcp_refill_want(struct pc_pcp *pcp, unsigned order, uint8_t *factor)
+/*
+ * A refill, part 1, under pcp->lock (the caller found the list empty): size
+ * it (refill_blocks) and announce it: its pages in refill_pages, so that
+ * other refills of this CPU leave them room, and one batch more in
+ * in_flight, so that fork waits for it (pc_page_prefork). pcp_refill then
+ * runs it with the lock dropped and takes both back.
+ */
+void pcp_refill_plan(struct pc_pcp *pcp, unsigned order, unsigned run, struct pcp_refill *r)
 {
 	pc_spin_stat_assert_held(&pcp->lock);
-	*factor = pcp->alloc_factor;
-	return refill_blocks(pcp, order);
+	r->order = order;
+	r->run = run;
+	r->pages = run ? (int)run : 1 << order;
+	r->want = refill_blocks(pcp, order, r->pages, &r->grow, &r->floor);
+	r->got = 0;
+	pc_list_init(&r->batch);
+	pc_add_relaxed(&pcp->refill_pages, (r->want - 1) * r->pages); /* relaxed: see refill_blocks */
+	pc_add_relaxed(&pcp->in_flight, 1); /* relaxed: under the lock prefork takes */
 }
 
 /* Counters of a refill of `pages` pages (the caller's block and those put
@@ -172,84 +218,117 @@ static void pcp_note_refill(struct pc_zone *z, struct pc_pcp *pcp, uint32_t page
 	}
 }
 
-/*
- * A refill, called with no lock held (the caller found the list empty and
- * dropped the pcp lock after pcp_refill_want): up to `want` blocks or runs
- * from the zone under one zone-lock hold, the first for the caller (state
- * PC_PG_ALLOC), the others onto the list of pcp if its lock is free now,
- * else straight back to the zone. The pcp lock is never held while the
- * zone lock is waited for: with more threads than CPUs, a thread preempted
- * or asleep on the zone lock with the pcp lock held sent every other thread
- * of its CPU to the zone lock too, one block each (Test D at 16 threads on
- * 2 CPUs: more allocations went to the zone than to the pcp). NULL if the
- * zone had none (the factor goes back to `factor`).
- */
-struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, unsigned order, unsigned run,
-			   int want, uint8_t factor)
+/* Up to r->want entries from the zone under one zone-lock hold, onto
+ * r->batch, each head as the zone kept it (mem, freed_ns). The counters are
+ * published, not the peak of use: the batch may come straight back
+ * (refill_put_back), and pages that stay on a list count as in use at the
+ * zone's next publish. */
+static void refill_take(struct pc_zone *z, struct pcp_refill *r)
 {
-	unsigned pages = run ? run : 1u << order;
-	uint64_t t0 = pc_stats_clock();
-	struct pc_list batch;
-	pc_list_init(&batch);
-	int got = 0;
 	pc_lock_acquire(&z->lock);
-	for (; got < want; got++) {
-		struct pc_page *pg = run ? zone_run_alloc_locked(z, run, 1) : zone_alloc_block_locked(z, order, true);
+	for (; r->got < r->want; r->got++) {
+		struct pc_page *pg = r->run ? zone_run_alloc_locked(z, r->run, 1)
+					    : zone_alloc_block_locked(z, r->order, true);
 		if (!pg)
 			break;
-		pc_list_add_tail(&pg->list, &batch);
+		pc_list_add_tail(&pg->list, &r->batch);
 	}
-	zone_publish_hints_locked(z);
+	zone_publish_counts_locked(z);
 	pc_lock_release(&z->lock);
-	if (got == 0) { /* an empty zone: no batch moved, nothing to scale */
-		if (pc_spin_stat_trylock(&pcp->lock)) {
-			pcp->alloc_factor = factor;
-			pc_spin_stat_unlock(&pcp->lock);
-		}
-		return NULL;
-	}
-	struct pc_page *mine = pc_list_first(&batch, struct pc_page, list);
-	pc_list_del(&mine->list);
-	pc_pg_set_state(mine, PC_PG_ALLOC);
-	if (got == 1)
-		return mine;
-	if (pc_spin_stat_trylock(&pcp->lock)) {
-		unsigned i = pcp_index_of(order, run);
-		struct pc_list *l = pcp_list_at(pcp, i);
-		pcp_used_set(pcp, i);
-		for (struct pc_list *it = batch.next, *next; it != &batch; it = next) {
-			next = it->next;
-			struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-			pcp_mark(pg, pages);
-			pc_list_add_tail(&pg->list, l);
-		}
-		pcp->count += (got - 1) * (int)pages;
-		pcp_note_refill(z, pcp, (uint32_t)got * pages, t0); /* the caller's one too */
-		pc_spin_stat_unlock(&pcp->lock);
-		return mine;
-	}
-	/* The pcp is busy (another thread of this CPU): the rest goes back. */
-	uint64_t now = pc_page_clock_ns();
-	pc_lock_acquire(&z->lock);
-	for (struct pc_list *it = batch.next, *next; it != &batch; it = next) {
-		next = it->next;
-		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-		if (run)
-			zone_run_free_at_locked(z, pg, run, now);
-		else
-			zone_free_block_at_locked(z, pg, order, PC_MEM_DIRTY, now);
-	}
-	zone_publish_hints_locked(z);
-	pc_lock_release(&z->lock);
-	return mine;
 }
 
+/*
+ * Under pcp->lock: the refill's entries onto the list, as many as a refill
+ * sized now would put there (the room under high now, or its floor): frees
+ * of this CPU may have filled the list meanwhile. What does not fit stays
+ * on r->batch for refill_put_back. Counted as a refill, the caller's block
+ * included, even when nothing goes on the list.
+ */
+static void refill_land_locked(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_refill *r)
+{
+	pc_spin_stat_assert_held(&pcp->lock);
+	int high = pcp_high(pcp);
+	int room = high > pcp->count ? (high - pcp->count) / r->pages : 0;
+	int keep = PC_MIN(r->got - 1, PC_MAX(room, r->floor));
+	unsigned i = pcp_index_of(r->order, r->run);
+	struct pc_list *l = pcp_list_at(pcp, i);
+	for (int k = 0; k < keep; k++) {
+		struct pc_page *pg = pc_list_first(&r->batch, struct pc_page, list);
+		pc_list_del(&pg->list);
+		pcp_mark(pg, (unsigned)r->pages);
+		pc_list_add_tail(&pg->list, l);
+	}
+	if (keep > 0)
+		pcp_used_set(pcp, i);
+	pcp->count += keep * r->pages;
+	if (r->grow && r->got == r->want && keep == r->got - 1 && pcp->alloc_factor < scale_max())
+		pcp->alloc_factor++;
+	pcp_note_refill(z, pcp, (uint32_t)(keep + 1) * (uint32_t)r->pages, r->t0);
+}
+
+/* The entries of a refill that did not land go back to the zone as they
+ * were: a clean block stays clean, a dirty one keeps the time it was freed
+ * (zone_alloc_block_locked and zone_run_alloc_locked keep both in the
+ * head). Not a drain: nothing was freed. */
+static void refill_put_back(struct pc_zone *z, struct pcp_refill *r)
+{
+	pc_lock_acquire(&z->lock);
+	for (struct pc_list *it = r->batch.next, *next; it != &r->batch; it = next) {
+		next = it->next;
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		if (r->run)
+			zone_run_free_mem_locked(z, pg, r->run, (enum pc_mem)pg->mem, pg->freed_ns);
+		else
+			zone_free_block_at_locked(z, pg, r->order, (enum pc_mem)pg->mem, pg->freed_ns);
+	}
+	pc_list_init(&r->batch);
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+}
+
+/*
+ * A refill, part 2, called with no lock held after pcp_refill_plan: the
+ * batch from the zone under one zone-lock hold, the first entry for the
+ * caller (state PC_PG_ALLOC), the others onto the list if its lock is free
+ * now (refill_land_locked), the rest back to the zone as it was
+ * (refill_put_back). The pcp lock is never held while the zone lock is
+ * waited for: with more threads than CPUs, a thread preempted or asleep on
+ * the zone lock with the pcp lock held sent every other thread of its CPU
+ * to the zone lock too, one block each (Test D at 16 threads on 2 CPUs:
+ * more allocations went to the zone than to the pcp). NULL if the zone had
+ * none (nothing changes on the list: the factor rises only when a batch
+ * lands).
+ */
+struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_refill *r)
+{
+	r->t0 = pc_stats_clock();
+	refill_take(z, r);
+	pc_page_test_point(PC_PAGE_TEST_REFILL_TAKEN);
+	struct pc_page *mine = NULL;
+	if (r->got > 0) {
+		mine = pc_list_first(&r->batch, struct pc_page, list);
+		pc_list_del(&mine->list);
+		pc_pg_set_state(mine, PC_PG_ALLOC);
+		if (pc_spin_stat_trylock(&pcp->lock)) {
+			refill_land_locked(z, pcp, r);
+			pc_spin_stat_unlock(&pcp->lock);
+		}
+		if (!pc_list_empty(&r->batch)) /* the pcp was busy, or the list full */
+			refill_put_back(z, r);
+	}
+	pc_sub_relaxed(&pcp->refill_pages, (r->want - 1) * r->pages);
+	/* Relaxed, after the zone work: prefork, which waits for 0, then takes
+	 * the zone lock, and that orders what we did under it. */
+	pc_sub_relaxed(&pcp->in_flight, 1);
+	return mine;
+}
 
 void pcp_batch_init(struct pcp_batch *b)
 {
 	pc_list_init(&b->blocks);
 	pc_list_init(&b->runs);
 	b->pages = 0;
+	b->from = NULL;
 }
 
 /* Move the coldest entry (the tail) of list i into the batch; its pages.
@@ -287,6 +366,10 @@ void pcp_detach_locked(struct pc_pcp *pcp, int pages, struct pcp_batch *b)
 		for (uint64_t bits = pcp->used[w]; bits; bits &= bits - 1)
 			live[nlive++] = (uint8_t)(w * 64 + (unsigned)__builtin_ctzll(bits));
 	int moved = 0;
+	if (!b->from) { /* in flight from now until pcp_batch_free: see pcp_refill_plan */
+		b->from = pcp;
+		pc_add_relaxed(&pcp->in_flight, 1);
+	}
 	while (moved < pages && nlive > 0) {
 		unsigned kept = 0;
 		for (unsigned k = 0; k < nlive; k++) {
@@ -301,8 +384,10 @@ void pcp_detach_locked(struct pc_pcp *pcp, int pages, struct pcp_batch *b)
 	pcp->last_drain = (uint32_t)moved;
 }
 
-/* Free a detached batch to the zone under one zone-lock hold, every entry
- * stamped with one page-clock time. */
+/* Free a detached batch to the zone under one zone-lock hold. An entry
+ * freed on this CPU is dirty (pcp_free, pcp_free_run) and stamped with one
+ * page-clock time for the batch; one a refill put on the list and nobody
+ * used keeps the mem it had in the zone (clean stays clean). */
 void pcp_batch_free(struct pc_zone *z, struct pcp_batch *b)
 {
 	uint64_t t0 = pc_stats_clock();
@@ -311,15 +396,17 @@ void pcp_batch_free(struct pc_zone *z, struct pcp_batch *b)
 	for (struct pc_list *it = b->blocks.next, *next; it != &b->blocks; it = next) {
 		next = it->next;
 		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-		zone_free_block_at_locked(z, pg, pc_pg_order(pg), PC_MEM_DIRTY, now);
+		zone_free_block_at_locked(z, pg, pc_pg_order(pg), (enum pc_mem)pg->mem, now);
 	}
 	for (struct pc_list *it = b->runs.next, *next; it != &b->runs; it = next) {
 		next = it->next;
 		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-		zone_run_free_at_locked(z, pg, pg->aux, now);
+		zone_run_free_mem_locked(z, pg, pg->aux, (enum pc_mem)pg->mem, now);
 	}
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
+	if (b->from) /* relaxed, after the zone work: see pcp_refill */
+		pc_sub_relaxed(&b->from->in_flight, 1);
 	if (page_stats_on()) {
 		pc_add_relaxed(&z->stats.drains, 1);
 		pc_add_relaxed(&z->stats.drain_pages, (uint64_t)b->pages);
@@ -350,6 +437,7 @@ bool pcp_free(struct pc_pcp *pcp, struct pc_page *pg, unsigned order, struct pcp
 	int high = pcp_high(pcp); /* the options may change at run time */
 
 	pcp_mark(pg, 1u << order);
+	pg->mem = PC_MEM_DIRTY; /* it was handed out: maybe resident (pcp_batch_free) */
 	pc_list_add(&pg->list, &pcp->lists[order]);
 	pcp_used_set(pcp, order);
 	pcp->count += 1 << order;
@@ -365,6 +453,7 @@ bool pcp_free_run(struct pc_pcp *pcp, struct pc_page *pg, size_t pages, struct p
 	int high = pcp_high(pcp);
 
 	pcp_mark(pg, (unsigned)pages);
+	pg->mem = PC_MEM_DIRTY;
 	pc_list_add(&pg->list, &pcp->runs[pages]);
 	pcp_used_set(pcp, PC_PCP_MAX_ORDER + (unsigned)pages);
 	pcp->count += (int)pages;
@@ -398,7 +487,10 @@ static bool pcp_over_high(struct pc_pcp *pcp, int high, struct pcp_batch *out)
 
 /*
  * Decay: take an eighth off the high of every pcp of z (not below the floor)
- * and drain what each holds above it. Called from release passes, with no
+ * and drain what each holds above it, the batch freed to the zone with the
+ * pcp lock dropped, as a free's drain is: passes run from allocation and
+ * free slow paths, which never wait for the zone lock with a pcp lock held
+ * (review of medium, item 5). Called from timed release passes, with no
  * lock held; a pcp whose lock is busy is skipped until the next pass.
  */
 void pcp_decay(struct pc_zone *z)
@@ -409,8 +501,12 @@ void pcp_decay(struct pc_zone *z)
 			continue;
 		pcp->high -= pcp->high / 8;
 		int high = pcp_high(pcp);
+		struct pcp_batch b;
+		pcp_batch_init(&b);
 		if (pcp->count > high)
-			pcp_drain_locked(z, pcp, pcp->count - high);
+			pcp_detach_locked(pcp, pcp->count - high, &b);
 		pc_spin_stat_unlock(&pcp->lock);
+		if (b.from)
+			pcp_batch_free(z, &b);
 	}
 }

@@ -10,9 +10,10 @@
  * waits dirty_decay_ms, mimalloc purge_delay, for the same reason). 0 means
  * at once.
  *
- * When: passes run from the zone's slow paths (a free into the zone, a pcp
- * drain or refill), at most every delay/4 per zone, so that no fast path
- * reads the clock; and from the background thread (vm.release_thread=1) for
+ * When: timed passes run from the zone's slow paths (a free into the zone, a
+ * pcp drain or refill), at most every delay/4 per zone, so that no fast path
+ * reads the clock (a zone over its bound, below, runs an untimed pass at
+ * once); and from the background thread (vm.release_thread=1) for
  * programs that go idle. Each of the thread's passes first calls the hook a
  * layer above registered (pc_page_release_hook_set: the slab layer's decay
  * of idle sheaves and slabs), so an idle program's objects come back as
@@ -23,9 +24,10 @@
  * the use now)), so that the pool of free resident memory never lifts the
  * footprint above a recent peak.
  *
- * Each pass also lets the per-CPU lists of the zone decay (pcp_decay in
- * pcp.c), so that what a CPU no longer cycles reaches the zone and ages here,
- * and releases the free runs of the run heap that are due (run.c: free
+ * Each timed pass also lets the per-CPU lists of the zone decay (pcp_decay
+ * in pcp.c, which frees what it drains with the pcp lock dropped), so that
+ * what a CPU no longer cycles reaches the zone and ages here; every pass
+ * releases the free runs of the run heap that are due (run.c: free
  * runs inside chunks still partly used never reach the buddy lists). Those
  * go by age only; the bound on dirty memory counts the buddy lists only.
  *
@@ -187,17 +189,26 @@ size_t zone_release(struct pc_zone *z, size_t keep_pages)
 	return zone_release_until(z, PC_NS_NEVER, keep_pages);
 }
 
-/* A pass: what is due, and what exceeds the bound. Sets the next pass time. */
-static size_t zone_release_pass(struct pc_zone *z, uint64_t now)
+/*
+ * A pass: what is due, and what exceeds the bound. A timed pass (its time
+ * came, or a forced one: pc_page_release_due) also lets the per-CPU lists
+ * decay and sets the next pass time; a pass that runs only because the zone
+ * is over its bound does neither, so that high loses an eighth per timed
+ * pass, not per allocation that finds the zone over (review of medium,
+ * item 5).
+ */
+static size_t zone_release_pass(struct pc_zone *z, uint64_t now, bool timed)
 {
 	/* Acquire/release: the flag orders nothing but itself (the lists are
 	 * under the zone lock); the orders just make the hand-over explicit. */
 	if (pc_xchg_acquire(&z->releasing, 1))
 		return 0;
-	pcp_decay(z); /* per-CPU lists shrink towards their floor first */
 	uint64_t delay = delay_ns();
 	uint64_t due_before = now > delay ? now - delay + 1 : 0;
-	pc_store_relaxed(&z->next_pass_ns, now + delay / 4);
+	if (timed) {
+		pcp_decay(z); /* per-CPU lists shrink towards their floor first */
+		pc_store_relaxed(&z->next_pass_ns, now + delay / 4);
+	}
 	pc_lock_acquire(&z->lock);
 	zone_roll_peak_locked(z, now);
 	pc_lock_release(&z->lock);
@@ -225,7 +236,8 @@ void zone_release_if_over(struct pc_zone *z)
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
 	if (pc_likely(dirty <= bound_pages(z, used)))
 		return;
-	zone_release_pass(z, pc_page_clock_ns());
+	uint64_t now = pc_page_clock_ns();
+	zone_release_pass(z, now, now >= pc_load_relaxed(&z->next_pass_ns));
 }
 
 /*
@@ -241,9 +253,10 @@ void zone_maybe_release(struct pc_zone *z)
 		return;
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
 	uint64_t now = pc_page_clock_ns();
-	if (now < pc_load_relaxed(&z->next_pass_ns) && dirty <= bound_pages(z, used))
+	bool timed = now >= pc_load_relaxed(&z->next_pass_ns);
+	if (!timed && dirty <= bound_pages(z, used))
 		return;
-	zone_release_pass(z, now);
+	zone_release_pass(z, now, timed);
 }
 
 size_t pc_page_release_due(void)
@@ -253,7 +266,7 @@ size_t pc_page_release_due(void)
 		return 0;
 	uint64_t now = pc_page_clock_ns();
 	for (unsigned i = 0; i < pc_zone_count(); i++)
-		released += zone_release_pass(pc_zone_get(i), now);
+		released += zone_release_pass(pc_zone_get(i), now, true);
 	return released;
 }
 

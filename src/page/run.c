@@ -213,13 +213,21 @@ struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t al
 	return &r->pages[at];
 }
 
-/* Free a run of `pages` (head state already PC_PG_NONE), freed at page-clock
- * time now (a batch reads the clock once). */
-void zone_run_free_at_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, uint64_t now)
+/* Free a run of `pages` (head state already PC_PG_NONE) backed by `mem`,
+ * freed at page-clock time freed_ns if DIRTY (a batch reads the clock once;
+ * a refill's run that goes back unused keeps what it had: pcp.c). */
+void zone_run_free_mem_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, enum pc_mem mem,
+			      uint64_t freed_ns)
 {
 	struct pc_region *r = pc_page_region(pg);
 	pc_lock_assert_held(&z->lock);
-	run_free_range(z, r, (size_t)(pg - r->pages), pages, PC_MEM_DIRTY, now);
+	run_free_range(z, r, (size_t)(pg - r->pages), pages, mem, mem == PC_MEM_DIRTY ? freed_ns : 0);
+}
+
+/* The same for a run that was handed out: dirty, freed at `now`. */
+void zone_run_free_at_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, uint64_t now)
+{
+	zone_run_free_mem_locked(z, pg, pages, PC_MEM_DIRTY, now);
 }
 
 void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages)

@@ -19,9 +19,10 @@
  *                        under its high and the invariants hold.
  *  refill_waits_unlocked the same for a refill: with the zone lock held, a
  *                        worker's allocation from an empty list sizes its
- *                        refill (alloc_factor moves, under the pcp lock)
- *                        and waits for the zone lock with the pcp lock
- *                        free, which the main thread then takes; the
+ *                        refill (a batch in flight: pcp->in_flight, read
+ *                        without a lock) and waits for the zone lock with
+ *                        the pcp lock free, which the main thread then
+ *                        takes; the
  *                        allocation counts as a pcp hit (served through
  *                        the list's refill), as before the change.
  *
@@ -101,14 +102,6 @@ static uint64_t pcp_read(const uint64_t *field)
 	return v;
 }
 
-static uint8_t pcp_alloc_factor(void)
-{
-	pc_spin_stat_lock(&pcp->lock);
-	uint8_t v = pcp->alloc_factor;
-	pc_spin_stat_unlock(&pcp->lock);
-	return v;
-}
-
 static void hold_zone(pthread_t *holder)
 {
 	atomic_store(&holder_state, 0);
@@ -182,9 +175,6 @@ TEST(drain_waits_unlocked)
 static bool refill_attempt(void)
 {
 	pc_page_drain_all(); /* the order-0 list is empty: the next allocation refills */
-	pc_spin_stat_lock(&pcp->lock);
-	pcp->alloc_factor = 0; /* so that sizing the refill raises it */
-	pc_spin_stat_unlock(&pcp->lock);
 	uint64_t hits0 = atomic_load(&zone->stats.pcp_hits);
 	uint64_t busy0 = atomic_load(&zone->stats.pcp_busy);
 	pthread_t holder, worker;
@@ -192,10 +182,16 @@ static bool refill_attempt(void)
 	REQUIRE(pthread_create(&worker, NULL, alloc_worker, NULL) == 0);
 	alarm(60);
 	bool seen;
-	while (!(seen = pcp_alloc_factor() != 0) && !disturbed(busy0))
-		sched_yield(); /* until the worker sized its refill */
-	if (seen)
-		CHECK(!atomic_load(&worker_done)); /* waits for the zone lock, pcp lock free */
+	/* until the worker sized its refill (pcp.c: a refill in flight; read
+	 * without the pcp lock, which the worker may still hold) */
+	while (!(seen = atomic_load(&pcp->in_flight) != 0) && !disturbed(busy0))
+		sched_yield();
+	if (seen) {
+		/* ...and it waits for the zone lock with the pcp lock free: */
+		pc_spin_stat_lock(&pcp->lock);
+		pc_spin_stat_unlock(&pcp->lock);
+		CHECK(!atomic_load(&worker_done));
+	}
 	alarm(0);
 	atomic_store(&holder_state, 2);
 	pthread_join(holder, NULL);

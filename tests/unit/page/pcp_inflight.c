@@ -1,0 +1,474 @@
+/*
+ * tests/unit/page/pcp_inflight.c - batches in flight between a per-CPU list
+ * and its zone (pcp.c: a refill is taken from the zone with the pcp lock
+ * dropped, a drain freed to it likewise): the review of that change (review
+ * of medium, items 3-6 and 9) found what could go wrong in between.
+ *
+ *  concurrent_refills_bounded  thread A's refill is held in flight (its
+ *                     batch of 64 pages taken, not yet on the list; hook
+ *                     PC_PAGE_TEST_REFILL_TAKEN) while thread B, on the same
+ *                     CPU, finds the list empty and refills too. Both land:
+ *                     the list must not pass its high (it held 126 pages of
+ *                     a high of 64 when B sized a full refill too).
+ *  landing_fits_high  thread A's refill is held in flight while thread B
+ *                     frees 60 pages onto the list (high 64): A puts on the
+ *                     list what a refill sized then would (its minimum
+ *                     batch), and gives the rest back (it put all 63 there).
+ *  busy_refill_keeps_mem  a refill that finds its pcp lock taken (the main
+ *                     thread holds it while the refill is held in flight)
+ *                     gives its batch back to the zone as it was: clean
+ *                     blocks stay clean (dirty_pages was raised by the
+ *                     batch), dirty blocks keep the time they were freed
+ *                     (they were stamped "now", so a pass after the delay
+ *                     kept them), and the zone's peak of use does not count
+ *                     the batch that came straight back.
+ *  decay_drops_pcp_lock  a release pass decays a list above its new high
+ *                     while another thread holds the zone lock: once the
+ *                     pass waits for the zone lock (pc_lock_contended_hook),
+ *                     the list's lock must be free (it was held across the
+ *                     wait).
+ *  fork_waits_in_flight  a fork while a refill's batch is in flight: the
+ *                     child's zone must hold every page but the one handed
+ *                     out (the batch was lost in the child: in no zone, on
+ *                     no list). prefork waits for it (hook
+ *                     PC_PAGE_TEST_PREFORK_WAIT tells the main thread, which
+ *                     then lets the refill go on).
+ *  empty_zone_keeps_factor  a refill that finds the zone empty changes
+ *                     nothing on the list: a change of alloc_factor made
+ *                     meanwhile (a drain halves it) stays (it was
+ *                     overwritten with the value from before the refill).
+ *
+ * Deterministic: every step waits for a state a hook or a flag reports,
+ * and the watchdog (alarm) only turns a hang into a failure. The threads
+ * that use the list are pinned to CPU 0; the main thread never takes pcp
+ * 0's lock while one of them may try it, but where the test says so.
+ *
+ * PC_TEST_LABELS: tsan
+ */
+#define _GNU_SOURCE
+#include "page/page.h"
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <unistd.h>
+
+#define HIGH 64
+#define HOUR_MS 3600000L
+
+static struct pc_zone *zone;
+static struct pc_pcp *pcp;
+
+/* ---- the hooks ----------------------------------------------------------- */
+static _Thread_local bool stop_here; /* this thread stops at REFILL_TAKEN */
+static atomic_bool in_hook, go, fork_waits;
+static atomic_int zone_waits; /* contended acquisitions of zone->lock */
+
+static atomic_int hook_stops; /* times a thread stopped at REFILL_TAKEN */
+
+static void page_hook(enum pc_page_test_point at)
+{
+	if (at == PC_PAGE_TEST_REFILL_TAKEN && stop_here) {
+		atomic_fetch_add(&hook_stops, 1);
+		stop_here = false; /* once */
+		atomic_store(&in_hook, true);
+		while (!atomic_load(&go))
+			sched_yield();
+	}
+	if (at == PC_PAGE_TEST_PREFORK_WAIT)
+		atomic_store(&fork_waits, true);
+}
+
+static void lock_hook(struct pc_lock *l)
+{
+	if (l == &zone->lock)
+		atomic_fetch_add(&zone_waits, 1);
+}
+
+static void reset_flags(void)
+{
+	atomic_store(&in_hook, false);
+	atomic_store(&go, false);
+	atomic_store(&fork_waits, false);
+	atomic_store(&zone_waits, 0);
+	atomic_store(&hook_stops, 0);
+}
+
+static void wait_for(atomic_bool *flag)
+{
+	while (!atomic_load(flag))
+		sched_yield();
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "test_page_pcp_inflight: watchdog: a step never came\n";
+	ssize_t r = write(2, msg, sizeof(msg) - 1);
+	(void)r;
+	_exit(2);
+}
+
+/* ---- threads ------------------------------------------------------------- */
+struct worker {
+	pthread_t t;
+	bool stop;     /* stops at REFILL_TAKEN */
+	void *page;    /* what its allocation got */
+	atomic_bool done;
+};
+
+static void *alloc_main(void *arg)
+{
+	struct worker *w = arg;
+	REQUIRE(pin_cpu(0));
+	stop_here = w->stop;
+	w->page = pc_alloc_pages(0);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+static void worker_start(struct worker *w, bool stop)
+{
+	w->stop = stop;
+	w->page = NULL;
+	atomic_store(&w->done, false);
+	REQUIRE(pthread_create(&w->t, NULL, alloc_main, w) == 0);
+}
+
+static atomic_int holder_state; /* 0 start, 1 holds the zone lock, 2 told to let go */
+
+static void *holder_main(void *arg)
+{
+	(void)arg;
+	pc_lock_acquire(&zone->lock);
+	atomic_store(&holder_state, 1);
+	while (atomic_load(&holder_state) != 2)
+		sched_yield();
+	pc_lock_release(&zone->lock);
+	return NULL;
+}
+
+static void hold_zone(pthread_t *holder)
+{
+	atomic_store(&holder_state, 0);
+	REQUIRE(pthread_create(holder, NULL, holder_main, NULL) == 0);
+	while (atomic_load(&holder_state) != 1)
+		sched_yield();
+}
+
+static void release_zone(pthread_t holder)
+{
+	atomic_store(&holder_state, 2);
+	pthread_join(holder, NULL);
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+static size_t zone_read(const size_t *field)
+{
+	pc_lock_acquire(&zone->lock);
+	size_t v = *field;
+	pc_lock_release(&zone->lock);
+	return v;
+}
+
+/* An empty list whose next refill takes 64 blocks (16 << 2, room 64). */
+static void empty_list_full_refill(void)
+{
+	pc_page_drain_all();
+	pc_spin_stat_lock(&pcp->lock);
+	pcp->alloc_factor = 2;
+	pc_spin_stat_unlock(&pcp->lock);
+	REQUIRE(zone_read(&zone->free_pages) >= 128); /* the batch comes from it whole */
+}
+
+/* ---- tests --------------------------------------------------------------- */
+TEST(concurrent_refills_bounded)
+{
+	empty_list_full_refill();
+	uint64_t refills0 = pcp->refills;
+	reset_flags();
+	struct worker a, b;
+	alarm(60);
+	worker_start(&a, true);
+	wait_for(&in_hook); /* A's 64 pages in flight, the list still empty */
+	worker_start(&b, false);
+	pthread_join(b.t, NULL); /* B found the list empty and refilled */
+	atomic_store(&go, true);
+	pthread_join(a.t, NULL);
+	alarm(0);
+	REQUIRE(a.page != NULL && b.page != NULL);
+	CHECK_EQ(atomic_load(&hook_stops), 1);
+	pc_spin_stat_lock(&pcp->lock);
+	int count = pcp->count, high = pcp->high;
+	uint64_t refills = pcp->refills;
+	pc_spin_stat_unlock(&pcp->lock);
+	CHECK_EQ(high, HIGH);
+	CHECK(count <= high);
+	CHECK(count >= HIGH / 2); /* A's batch landed */
+	CHECK_EQ(refills, refills0 + 2); /* B's single block too */
+	pc_free_pages(a.page, 0);
+	pc_free_pages(b.page, 0);
+	CHECK(pc_page_check());
+}
+
+static void *held[60];
+
+static void *free_main(void *arg)
+{
+	(void)arg;
+	REQUIRE(pin_cpu(0));
+	for (int i = 0; i < 60; i++)
+		pc_free_pages(held[i], 0);
+	return NULL;
+}
+
+TEST(landing_fits_high)
+{
+	for (int i = 0; i < 60; i++)
+		REQUIRE((held[i] = pc_alloc_pages(0)) != NULL);
+	empty_list_full_refill();
+	reset_flags();
+	struct worker a;
+	pthread_t b;
+	alarm(60);
+	worker_start(&a, true);
+	wait_for(&in_hook); /* A's 64 pages in flight */
+	REQUIRE(pthread_create(&b, NULL, free_main, NULL) == 0);
+	pthread_join(b, NULL); /* 60 pages freed onto the list meanwhile */
+	atomic_store(&go, true);
+	pthread_join(a.t, NULL);
+	alarm(0);
+	REQUIRE(a.page != NULL);
+	CHECK_EQ(atomic_load(&hook_stops), 1);
+	pc_spin_stat_lock(&pcp->lock);
+	int count = pcp->count;
+	pc_spin_stat_unlock(&pcp->lock);
+	/* As a refill sized now: room for 4, a minimum batch of 16 (15 on the
+	 * list); the rest went back to the zone. */
+	CHECK_EQ(count, 60 + 15);
+	pc_free_pages(a.page, 0);
+	CHECK(pc_page_check());
+}
+
+/* Hold A's refill in flight, take pcp 0's lock, let A go on: it finds the
+ * lock busy and gives its batch back. Returns A's page. */
+static void *refill_while_busy(void)
+{
+	reset_flags();
+	struct worker a;
+	alarm(60);
+	worker_start(&a, true);
+	wait_for(&in_hook);
+	pc_spin_stat_lock(&pcp->lock);
+	atomic_store(&go, true);
+	wait_for(&a.done); /* it does not need the pcp lock */
+	pc_spin_stat_unlock(&pcp->lock);
+	pthread_join(a.t, NULL);
+	alarm(0);
+	REQUIRE(a.page != NULL);
+	CHECK_EQ(atomic_load(&hook_stops), 1);
+	return a.page;
+}
+
+TEST(busy_refill_keeps_mem)
+{
+	/* Clean: everything given back to the OS first, nothing dirty. */
+	pc_page_trim();
+	empty_list_full_refill();
+	REQUIRE(zone_read(&zone->dirty_pages) == 0);
+	pc_lock_acquire(&zone->lock);
+	size_t used0 = zone->managed_pages - zone->free_pages;
+	zone->peak_used[0] = zone->peak_used[1] = used0; /* a new window at the use now */
+	pc_lock_release(&zone->lock);
+	void *p = refill_while_busy();
+	CHECK_EQ(zone_read(&zone->dirty_pages), 0);
+	CHECK_EQ(pcp->count, 0);
+	CHECK_EQ(zone_read(&zone->peak_used[0]), used0 + 1); /* the caller's page, not the batch */
+	pc_free_pages(p, 0);
+
+	/* Dirty: 256 pages freed at t0; a refill 40 minutes later takes some
+	 * of them and gives them back; 61 minutes after t0 all are due. */
+	void *pages[256];
+	for (int i = 0; i < 256; i++)
+		REQUIRE((pages[i] = pc_alloc_pages(0)) != NULL);
+	for (int i = 0; i < 256; i++)
+		pc_free_pages(pages[i], 0);
+	empty_list_full_refill(); /* the 256 pages to the zone, dirty, now */
+	REQUIRE(zone_read(&zone->dirty_pages) >= 256);
+	pc_page_clock_advance(40 * 60 * 1000000000ull);
+	p = refill_while_busy();
+	pc_page_clock_advance(21 * 60 * 1000000000ull);
+	pc_page_release_due();
+	CHECK_EQ(zone_read(&zone->dirty_pages), 0); /* the batch was not re-stamped */
+	pc_free_pages(p, 0);
+	CHECK(pc_page_check());
+}
+
+static void *release_main(void *arg)
+{
+	(void)arg;
+	pc_page_release_due();
+	return NULL;
+}
+
+TEST(decay_drops_pcp_lock)
+{
+	set_opt(PC_OPT_VM_PCP_HIGH_MIN, 8);
+	void *pages[40];
+	REQUIRE(pin_cpu(0));
+	for (int i = 0; i < 40; i++)
+		REQUIRE((pages[i] = pc_alloc_pages(0)) != NULL);
+	pc_page_drain_all();
+	for (int i = 0; i < 40; i++)
+		pc_free_pages(pages[i], 0); /* 40 pages on the list, under its high */
+	pc_spin_stat_lock(&pcp->lock);
+	REQUIRE(pcp->count == 40);
+	pcp->high = 40; /* a pass takes it to 35: 5 pages to drain */
+	pc_spin_stat_unlock(&pcp->lock);
+	reset_flags();
+	pthread_t holder, releaser;
+	hold_zone(&holder);
+	atomic_store(&pc_lock_contended_hook, lock_hook);
+	alarm(60);
+	REQUIRE(pthread_create(&releaser, NULL, release_main, NULL) == 0);
+	/* The pass decays pcp 0 first in the zone: its first wait for the zone
+	 * lock is the drain's. */
+	while (atomic_load(&zone_waits) == 0)
+		sched_yield();
+	bool free_lock = pc_spin_stat_trylock(&pcp->lock);
+	CHECK(free_lock); /* the pcp lock is not held across the wait */
+	if (free_lock)
+		pc_spin_stat_unlock(&pcp->lock);
+	release_zone(holder);
+	pthread_join(releaser, NULL);
+	alarm(0);
+	atomic_store(&pc_lock_contended_hook, NULL);
+	pc_spin_stat_lock(&pcp->lock);
+	int count = pcp->count, high = pcp->high;
+	pc_spin_stat_unlock(&pcp->lock);
+	CHECK_EQ(high, 35);
+	CHECK_EQ(count, 35);
+	set_opt(PC_OPT_VM_PCP_HIGH_MIN, HIGH);
+	CHECK(pc_page_check());
+}
+
+static size_t free0; /* the zone's free pages before the refill */
+
+/* In the child: every page of the zone free but the refill's own block. */
+static int child_counts(void)
+{
+	pc_page_drain_all();
+	size_t free_now = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
+	if (free_now != free0 - 1) {
+		fprintf(stderr, "child: %zu pages free, expected %zu\n", free_now, free0 - 1);
+		return 1;
+	}
+	return pc_page_check() ? 0 : 2;
+}
+
+static atomic_bool forked;
+static int child_status;
+
+static void *fork_main(void *arg)
+{
+	(void)arg;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(child_counts());
+	int st = -1;
+	waitpid(pid, &st, 0);
+	child_status = st;
+	atomic_store(&forked, true);
+	return NULL;
+}
+
+TEST(fork_waits_in_flight)
+{
+	empty_list_full_refill();
+	free0 = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
+	reset_flags();
+	atomic_store(&forked, false);
+	struct worker a;
+	pthread_t forker;
+	alarm(60);
+	worker_start(&a, true);
+	wait_for(&in_hook); /* 64 pages in flight */
+	REQUIRE(pthread_create(&forker, NULL, fork_main, NULL) == 0);
+	/* prefork waits for the batch (holding every pcp lock): let it go on.
+	 * Without that wait the fork is done first, the batch still out. */
+	while (!atomic_load(&fork_waits) && !atomic_load(&forked))
+		sched_yield();
+	atomic_store(&go, true);
+	pthread_join(forker, NULL);
+	pthread_join(a.t, NULL);
+	alarm(0);
+	CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
+	CHECK(atomic_load(&fork_waits));
+	CHECK_EQ(atomic_load(&hook_stops), 1);
+	REQUIRE(a.page != NULL);
+	pc_free_pages(a.page, 0);
+	CHECK(pc_page_check());
+}
+
+TEST(empty_zone_keeps_factor)
+{
+	REQUIRE(pin_cpu(0));
+	empty_list_full_refill();
+	struct pcp_refill r;
+	pc_spin_stat_lock(&pcp->lock);
+	pcp_refill_plan(pcp, 0, 0, &r);
+	REQUIRE(r.want == 64);
+	pcp->alloc_factor = 1; /* a drain meanwhile halves it */
+	pc_spin_stat_unlock(&pcp->lock);
+	/* Empty the zone's buddy lists (the run heap serves no block). */
+	struct pc_list taken;
+	pc_list_init(&taken);
+	pc_lock_acquire(&zone->lock);
+	for (int o = PC_MAX_ORDER; o >= 0; o--)
+		for (struct pc_page *pg; (pg = zone_alloc_block_locked(zone, (unsigned)o, false));)
+			pc_list_add(&pg->list, &taken);
+	pc_lock_release(&zone->lock);
+	CHECK(pcp_refill(zone, pcp, &r) == NULL);
+	CHECK_EQ(pcp->alloc_factor, 1);
+	CHECK_EQ(atomic_load(&pcp->in_flight), 0);
+	CHECK_EQ(atomic_load(&pcp->refill_pages), 0);
+	pc_lock_acquire(&zone->lock);
+	while (!pc_list_empty(&taken)) {
+		struct pc_page *pg = pc_list_first(&taken, struct pc_page, list);
+		pc_list_del(&pg->list);
+		zone_free_block_at_locked(zone, pg, pc_pg_order(pg), (enum pc_mem)pg->mem, pg->freed_ns);
+	}
+	zone_publish_hints_locked(zone);
+	pc_lock_release(&zone->lock);
+	CHECK(pc_page_check());
+}
+
+int main(void)
+{
+	pc_page_init();
+	set_opt(PC_OPT_VM_PCP_HIGH, HIGH);
+	set_opt(PC_OPT_VM_PCP_HIGH_MIN, HIGH);
+	set_opt(PC_OPT_VM_PCP_BATCH, 16);
+	set_opt(PC_OPT_VM_PCP_BATCH_SCALE_MAX, 3);
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS);
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 4L << 20); /* 4 GiB: nothing goes by the bound */
+	set_opt(PC_OPT_STATS_ENABLE, 1);
+	REQUIRE(pin_cpu(0)); /* the main thread's own pages: pcp 0 of the same zone */
+	zone = pc_zone_preferred(0);
+	pcp = &zone->pcp[0];
+	void *first = pc_alloc_pages(0); /* the zone gets its first region */
+	REQUIRE(first != NULL);
+	pc_free_pages(first, 0);
+	REQUIRE(zone_of(first) == zone);
+	atomic_store(&pc_page_test_hook, page_hook);
+	signal(SIGALRM, on_alarm);
+	RUN(concurrent_refills_bounded);
+	RUN(landing_fits_high);
+	RUN(busy_refill_keeps_mem);
+	RUN(decay_drops_pcp_lock);
+	RUN(fork_waits_in_flight);
+	RUN(empty_zone_keeps_factor);
+	return test_report();
+}
