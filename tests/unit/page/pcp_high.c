@@ -15,6 +15,11 @@
  *             back at the floor;
  *  frees_only a CPU that frees 1000 pages without refilling in between is
  *             not cycling: high grows by one batch at most.
+ *  bound_pass_keeps_high  a pass that runs because the zone holds more
+ *             dirty memory than its bound (a 4 MiB run freed into the zone,
+ *             watermark 1 MiB), not because its time came, releases the
+ *             excess but leaves high alone (it took an eighth off, as a
+ *             timed pass does, at every such pass).
  */
 #define _GNU_SOURCE
 #include "page/page.h"
@@ -84,6 +89,20 @@ TEST(frees_only)
 	CHECK(pc_page_check());
 }
 
+TEST(bound_pass_keeps_high)
+{
+	pcp->high = (int)pc_option(PC_OPT_VM_PCP_HIGH); /* as if grown */
+	int high = pcp->high;
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1024);
+	void *run = pc_alloc_run(PC_RUN_MAX_PAGES); /* a whole chunk: not cached per CPU */
+	REQUIRE(run != NULL);
+	pc_free_run(run, PC_RUN_MAX_PAGES); /* to the zone, dirty: over the bound */
+	CHECK(dirty_pages_total(false) <= 256); /* the pass ran and released... */
+	CHECK_EQ(pcp->high, high);                /* ...but did not decay */
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 65536);
+	CHECK(pc_page_check());
+}
+
 int main(void)
 {
 	if (!pin_cpu(0)) {
@@ -97,5 +116,6 @@ int main(void)
 	RUN(grows);
 	RUN(decays);
 	RUN(frees_only);
+	RUN(bound_pass_keeps_high);
 	return test_report();
 }
