@@ -91,16 +91,23 @@
  *               (pc_page_drain_all, trim), pc_page_check and the fork
  *               handlers take it blocking, never with a zone lock held.
  *               Allocation and free never wait for the zone lock with it
- *               held: refills and drains move their batch between the
- *               two with it dropped (pcp.c).
+ *               held: refills, drains and the decay of release passes
+ *               move their batch between the two with it dropped (pcp.c,
+ *               "in flight"; each pcp counts its batches in flight in
+ *               in_flight, an atomic changed under its lock up, without it
+ *               down).
  *               A pc_spin_stat: it keeps lock_stat statistics (per CPU,
  *               summed per zone by the statistics layer; the reader and
  *               fork take it uncounted). Protects the pcp lists, count
  *               and scaling factors.
  *   fork        pc_page_prefork takes every zone's grow_lock, then every
  *               pcp lock, then every zone->lock (rank by rank, in zone
- *               order): the only place two zones' locks nest. Debug builds
- *               check the ranks (lock.h, "lock ranks").
+ *               order): the only place two zones' locks nest. It keeps a
+ *               zone lock only once no work of that zone is in flight (a
+ *               pcp batch, a release batch, an unmapping: each needs only
+ *               that zone's lock to finish), else drops it and tries again,
+ *               so a child never inherits memory that is on no list there.
+ *               Debug builds check the ranks (lock.h, "lock ranks").
  *   zone->lock  the generic lock (kind from lock.kind). Protects the free
  *               areas, free/dirty counters and the state/order/dirty fields of
  *               every free block head of the zone, and the run heap (bins,
@@ -124,11 +131,16 @@
  *     larger one keeps the larger one's time, so it may sit nearer the head
  *     than its age says: it is then released later, never earlier);
  *   - pcp->count == sum over its lists of 2^order pages plus the lengths of
- *     the runs on its run lists; a bit of pcp->used is set iff its list is
+ *     the runs on its run lists (a batch in flight, pcp.c, is in neither:
+ *     its entries, state PC_PG_NONE, count as in use; none is in flight
+ *     while every pcp lock is held and pcp->in_flight is 0, as in a fork
+ *     child); a refill never puts more on a list than a refill sized at
+ *     that moment would (the room under high, or its minimum batch); a bit of pcp->used is set iff its list is
  *     not empty; every head on them has state PC_PG_PCP, aux
  *     = its length and order = floor(log2(length)) (so the lock-free double-
  *     free check, which trusts a free head's order, never claims a page
- *     beyond a run);
+ *     beyond a run) and mem DIRTY if it was handed out since it left the
+ *     zone, else the mem it had there;
  *   - run heap: a free run of n pages is on run_bins[n] (its dirty list iff
  *     its mem is DIRTY) with state PC_PG_RUN
  *     and aux n, its last page (n >= 2) has state PC_PG_RUN_END and aux n;
@@ -324,6 +336,10 @@ struct pc_zone {
 	_Atomic size_t peak_hint;
 	_Atomic uint32_t releasing;  /* a release pass runs (release.c) */
 	_Atomic uint32_t growing;    /* threads in alloc_slow: no unmapping (unmap.c) */
+	/* Under lock: work on this zone's memory between two holds of its lock,
+	 * with it dropped: release batches being madvised (release.c), regions
+	 * being unmapped (unmap.c). Fork waits for 0 (pc_page_prefork). */
+	unsigned in_flight;
 	size_t managed_pages;  /* under lock: pages in all regions */
 	/* Under lock: the chunks of the newest region not yet on the free lists
 	 * (buddy.c, "seeding"): its last seed_pages pages, FRESH, counted in
@@ -480,8 +496,9 @@ void pc_page_check_at(const char *where);
 
 /* fork(): take every page lock (pcp then zone), release, or reset in the child.
  * Registered with the lifecycle registry (os.h) by the page layer's init.
- * Prefork also waits, holding every pcp lock, for the batches in flight
- * between a pcp and its zone (pcp.c) to arrive. */
+ * Prefork keeps a zone's lock only once no work of the zone is in flight
+ * with it dropped (pcp batches, release batches, unmappings: the lock order
+ * block above). */
 void pc_page_prefork(void);
 void pc_page_postfork_parent(void);
 void pc_page_postfork_child(void);
@@ -493,6 +510,8 @@ enum pc_page_test_point {
 	PC_PAGE_TEST_REFILL_TAKEN, /* pcp_refill: its batch taken from the zone, no lock held */
 	PC_PAGE_TEST_PREFORK_WAIT, /* pc_page_prefork: every pcp lock held, a batch still in
 				      flight (once per look at it) */
+	PC_PAGE_TEST_RELEASE_TAKEN, /* zone_release_until: a batch off the lists, before its
+				       madvise, no lock held */
 };
 extern void (*_Atomic pc_page_test_hook)(enum pc_page_test_point at);
 PC_INLINE void pc_page_test_point(enum pc_page_test_point at)

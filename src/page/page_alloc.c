@@ -389,17 +389,32 @@ size_t pc_page_trim(void)
 	return released;
 }
 
+/* Under z->lock: work of z in flight with its lock dropped (pcp.c: batches
+ * of its pcps; release.c, unmap.c: z->in_flight). A pcp's count is relaxed:
+ * it is raised under that pcp's lock, which the caller holds, and a stale
+ * nonzero only costs one more look. */
+static bool zone_in_flight_locked(struct pc_zone *z)
+{
+	if (z->in_flight)
+		return true;
+	for (unsigned c = 0; c < os_cpu_count(); c++)
+		if (pc_load_relaxed(&z->pcp[c].in_flight) != 0)
+			return true;
+	return false;
+}
+
 /*
  * fork: every zone's grow lock, then every pcp lock, then every zone lock
  * (three passes in zone order, so that ranks never decrease: the witness,
  * lock.h, allows only equal ranks to nest here); released in the parent.
  * No other path holds two zones' locks, and each takes them in rank order.
- * Between the pcp pass and the zone pass, wait for the batches in flight
- * between a pcp and its zone (pcp.c): taken, the child would hold them on
- * no list and in no zone, pages that nobody there can free. None can start
- * while we hold every pcp lock, and each one left needs only its zone's
- * lock (a refill that finds its pcp lock ours goes back to the zone), which
- * nobody waits for on us yet: the wait ends.
+ * A zone lock is kept only once no work of the zone is in flight with it
+ * dropped (a pcp batch, a release batch, an unmapping): taken then, the
+ * child would hold that memory on no list and in no zone, pages nobody there
+ * can free. No new pcp batch can start while we hold every pcp lock, and
+ * each piece of work in flight needs only its zone's lock to finish (a
+ * refill that finds its pcp lock ours goes back to the zone), so dropping
+ * that lock and trying again ends.
  */
 void pc_page_prefork(void)
 {
@@ -408,15 +423,16 @@ void pc_page_prefork(void)
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&pc_zone_get(i)->pcp[c].lock.spin); /* not counted */
-	for (unsigned i = 0; i < pc_zone_count(); i++)
-		for (unsigned c = 0; c < os_cpu_count(); c++)
-			/* relaxed: the zone lock taken below orders their zone work */
-			while (pc_load_relaxed(&pc_zone_get(i)->pcp[c].in_flight) != 0) {
-				pc_page_test_point(PC_PAGE_TEST_PREFORK_WAIT);
-				os_yield();
-			}
-	for (unsigned i = 0; i < pc_zone_count(); i++)
-		pc_lock_acquire_for_fork(&pc_zone_get(i)->lock);
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		pc_lock_acquire_for_fork(&z->lock);
+		while (zone_in_flight_locked(z)) {
+			pc_lock_release(&z->lock);
+			pc_page_test_point(PC_PAGE_TEST_PREFORK_WAIT);
+			os_yield();
+			pc_lock_acquire_for_fork(&z->lock);
+		}
+	}
 }
 
 void pc_page_postfork_parent(void)

@@ -41,10 +41,10 @@
  * state PC_PG_NONE, as allocated pages are (pc_page_check counts them as in
  * use). Each pcp counts its batches in flight (in_flight: incremented under
  * its lock, decremented once the batch is in the zone or on the list), and
- * fork waits for none to be left once it holds every pcp lock (no new one
- * can start then; each one left needs only the zone lock, which fork takes
- * after), so a child never inherits a batch that nobody owns there
- * (pc_page_prefork). A refill's pages are also reserved in refill_pages,
+ * fork, once it holds every pcp lock (no new batch can start then), keeps
+ * a zone's lock only when none of its pcps has one left (each needs only
+ * that lock to arrive), so a child never inherits a batch that nobody owns
+ * there (pc_page_prefork). A refill's pages are also reserved in refill_pages,
  * so that another thread of the CPU that finds the list empty meanwhile
  * takes only its own block: concurrent refills never fill the list past
  * high together. A refill that lands puts on the list only what fits under
@@ -317,8 +317,8 @@ struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_ref
 			refill_put_back(z, r);
 	}
 	pc_sub_relaxed(&pcp->refill_pages, (r->want - 1) * r->pages);
-	/* Relaxed, after the zone work: prefork, which waits for 0, then takes
-	 * the zone lock, and that orders what we did under it. */
+	/* Relaxed, after the zone work: prefork reads it under the zone lock,
+	 * which orders what we did under it. */
 	pc_sub_relaxed(&pcp->in_flight, 1);
 	return mine;
 }

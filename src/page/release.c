@@ -160,10 +160,12 @@ static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t 
 	while (ok) {
 		pc_lock_acquire(&z->lock);
 		unsigned n = take_batch(z, due_before, keep_pages, pages, orders);
+		z->in_flight += n > 0; /* on no list until freed back: fork waits */
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 		if (n == 0)
 			break;
+		pc_page_test_point(PC_PAGE_TEST_RELEASE_TAKEN);
 		bool done[RELEASE_BATCH];
 		for (unsigned i = 0; i < n; i++) {
 			done[i] = ok && page_release_memory(pc_page_address(pages[i]), PC_PAGE_SIZE << orders[i]) == 0;
@@ -173,6 +175,7 @@ static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t 
 		pc_lock_acquire(&z->lock);
 		for (unsigned i = 0; i < n; i++)
 			zone_free_block_locked(z, pages[i], orders[i], done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY);
+		z->in_flight--;
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 	}

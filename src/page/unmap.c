@@ -111,8 +111,10 @@ size_t zone_unmap_free(struct pc_zone *z, bool clean_only, size_t keep_regions)
 		if (pc_load_relaxed(&z->growing) == 0 && z->managed_pages > keep_regions * PC_REGION_PAGES)
 			for (r = z->regions; r && !region_unmappable_locked(z, r, clean_only); r = r->next)
 				;
-		if (r)
+		if (r) {
 			region_detach_locked(z, r);
+			z->in_flight++; /* in no zone list until spare: fork waits */
+		}
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 		if (!r)
@@ -122,6 +124,7 @@ size_t zone_unmap_free(struct pc_zone *z, bool clean_only, size_t keep_regions)
 		pc_lock_acquire(&z->lock);
 		r->next = z->spare_regions;
 		z->spare_regions = r;
+		z->in_flight--;
 		pc_lock_release(&z->lock);
 		pc_add_relaxed(&z->stats.regions_unmapped, 1);
 		unmapped++;

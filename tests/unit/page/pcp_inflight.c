@@ -33,6 +33,9 @@
  *                     no list). prefork waits for it (hook
  *                     PC_PAGE_TEST_PREFORK_WAIT tells the main thread, which
  *                     then lets the refill go on).
+ *  fork_waits_release  the same for a release pass whose batch is off the
+ *                     zone's lists while it is madvised (hook
+ *                     PC_PAGE_TEST_RELEASE_TAKEN): the child lost it too.
  *  empty_zone_keeps_factor  a refill that finds the zone empty changes
  *                     nothing on the list: a change of alloc_factor made
  *                     meanwhile (a drain halves it) stays (it was
@@ -70,7 +73,7 @@ static atomic_int hook_stops; /* times a thread stopped at REFILL_TAKEN */
 
 static void page_hook(enum pc_page_test_point at)
 {
-	if (at == PC_PAGE_TEST_REFILL_TAKEN && stop_here) {
+	if ((at == PC_PAGE_TEST_REFILL_TAKEN || at == PC_PAGE_TEST_RELEASE_TAKEN) && stop_here) {
 		atomic_fetch_add(&hook_stops, 1);
 		stop_here = false; /* once */
 		atomic_store(&in_hook, true);
@@ -313,6 +316,16 @@ static void *release_main(void *arg)
 	return NULL;
 }
 
+/* A release of everything dirty in the zone, held at its first batch. */
+static void *release_held_main(void *arg)
+{
+	struct worker *w = arg;
+	stop_here = true;
+	zone_release(zone, 0);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
 TEST(decay_drops_pcp_lock)
 {
 	set_opt(PC_OPT_VM_PCP_HIGH_MIN, 8);
@@ -354,15 +367,16 @@ TEST(decay_drops_pcp_lock)
 	CHECK(pc_page_check());
 }
 
-static size_t free0; /* the zone's free pages before the refill */
+static size_t free0;       /* the zone's free pages before */
+static size_t handed_out;  /* pages handed out meanwhile */
 
-/* In the child: every page of the zone free but the refill's own block. */
+/* In the child: every page of the zone free but those handed out. */
 static int child_counts(void)
 {
 	pc_page_drain_all();
 	size_t free_now = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
-	if (free_now != free0 - 1) {
-		fprintf(stderr, "child: %zu pages free, expected %zu\n", free_now, free0 - 1);
+	if (free_now != free0 - handed_out) {
+		fprintf(stderr, "child: %zu pages free, expected %zu\n", free_now, free0 - handed_out);
 		return 1;
 	}
 	return pc_page_check() ? 0 : 2;
@@ -388,6 +402,7 @@ TEST(fork_waits_in_flight)
 {
 	empty_list_full_refill();
 	free0 = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
+	handed_out = 1;
 	reset_flags();
 	atomic_store(&forked, false);
 	struct worker a;
@@ -409,6 +424,40 @@ TEST(fork_waits_in_flight)
 	CHECK_EQ(atomic_load(&hook_stops), 1);
 	REQUIRE(a.page != NULL);
 	pc_free_pages(a.page, 0);
+	CHECK(pc_page_check());
+}
+
+/* The same for a release pass: its batch is off the lists while madvised. */
+TEST(fork_waits_release)
+{
+	void *pages[256];
+	for (int i = 0; i < 256; i++)
+		REQUIRE((pages[i] = pc_alloc_pages(0)) != NULL);
+	for (int i = 0; i < 256; i++)
+		pc_free_pages(pages[i], 0);
+	pc_page_drain_all(); /* dirty in the zone */
+	REQUIRE(zone_read(&zone->dirty_pages) >= 256);
+	free0 = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
+	handed_out = 0;
+	reset_flags();
+	atomic_store(&forked, false);
+	struct worker r = { .page = NULL };
+	atomic_store(&r.done, false);
+	pthread_t forker;
+	alarm(60);
+	REQUIRE(pthread_create(&r.t, NULL, release_held_main, &r) == 0);
+	wait_for(&in_hook); /* a batch of dirty blocks off the lists */
+	REQUIRE(pthread_create(&forker, NULL, fork_main, NULL) == 0);
+	while (!atomic_load(&fork_waits) && !atomic_load(&forked))
+		sched_yield();
+	atomic_store(&go, true);
+	pthread_join(forker, NULL);
+	pthread_join(r.t, NULL);
+	alarm(0);
+	CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
+	CHECK(atomic_load(&fork_waits));
+	CHECK_EQ(atomic_load(&hook_stops), 1);
+	CHECK_EQ(zone_read(&zone->dirty_pages), 0);
 	CHECK(pc_page_check());
 }
 
@@ -469,6 +518,7 @@ int main(void)
 	RUN(busy_refill_keeps_mem);
 	RUN(decay_drops_pcp_lock);
 	RUN(fork_waits_in_flight);
+	RUN(fork_waits_release);
 	RUN(empty_zone_keeps_factor);
 	return test_report();
 }
