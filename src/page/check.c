@@ -119,6 +119,7 @@ static bool check_pcp(struct pc_zone *z, struct pc_pcp *pcp, size_t *blocks)
 				      "zone %u: pcp order-%u list holds state %u order %u",
 				      z->id, o, pc_pg_state(pg), pc_pg_order(pg));
 			PC_PAGE_CHECK(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign page", z->id);
+			PC_PAGE_CHECK(pg->mem <= PC_MEM_DIRTY, "zone %u: pcp entry with mem %u", z->id, pg->mem);
 			pages += 1 << o;
 			(*blocks)++;
 		}
@@ -131,11 +132,18 @@ static bool check_pcp(struct pc_zone *z, struct pc_pcp *pcp, size_t *blocks)
 				      "zone %u: pcp %u-page run list holds state %u length %u", z->id, n,
 				      pc_pg_state(pg), pg->aux);
 			PC_PAGE_CHECK(pc_page_region(pg)->zone == z, "zone %u: pcp holds a foreign run", z->id);
+			PC_PAGE_CHECK(pg->mem <= PC_MEM_DIRTY, "zone %u: pcp run with mem %u", z->id, pg->mem);
 			pages += (int)n;
 			(*blocks)++;
 		}
 	}
 	PC_PAGE_CHECK(pages == pcp->count, "zone %u: pcp count %d, lists %d", z->id, pcp->count, pages);
+	/* In flight (pcp.c): both raised only under the pcp lock, which we
+	 * hold; refill_pages falls before in_flight (release), so a 0 read
+	 * with acquire means no refill is left to plan pages. */
+	int in_flight = pc_load_acquire(&pcp->in_flight), planned = pc_load_relaxed(&pcp->refill_pages);
+	PC_PAGE_CHECK(in_flight >= 0 && planned >= 0 && (in_flight > 0 || planned == 0),
+		      "zone %u: pcp in flight %d, refill pages %d", z->id, in_flight, planned);
 	for (unsigned i = 0; i < PC_PCP_MAX_ORDER + 1 + PC_PCP_MAX_RUN; i++) {
 		struct pc_list *l = i <= PC_PCP_MAX_ORDER ? &pcp->lists[i] : &pcp->runs[i - PC_PCP_MAX_ORDER];
 		bool used = (pcp->used[i >> 6] >> (i & 63)) & 1;

@@ -128,14 +128,19 @@
  *   - zone->dirty_pages == sum of the sizes of free blocks with mem DIRTY;
  *     a block is on free_area[order].dirty iff its mem is DIRTY, and along
  *     that list freed_ns mostly falls from head to tail (a block split off a
- *     larger one keeps the larger one's time, so it may sit nearer the head
- *     than its age says: it is then released later, never earlier);
+ *     larger one keeps the larger one's time, and a refill's block that goes
+ *     back unused keeps its own, so either may sit nearer the head than its
+ *     age says: it is then released later, never earlier);
  *   - pcp->count == sum over its lists of 2^order pages plus the lengths of
- *     the runs on its run lists (a batch in flight, pcp.c, is in neither:
- *     its entries, state PC_PG_NONE, count as in use; none is in flight
- *     while every pcp lock is held and pcp->in_flight is 0, as in a fork
- *     child); a refill never puts more on a list than a refill sized at
- *     that moment would (the room under high, or its minimum batch); a bit of pcp->used is set iff its list is
+ *     the runs on its run lists; a refill never puts more on a list than a
+ *     refill sized at that moment would (the room under high, or its
+ *     minimum batch while no other refill is in flight);
+ *   - in flight (pcp.c): an entry of a batch between a pcp and its zone has
+ *     state PC_PG_NONE, is on no list and counts as in use; pcp->in_flight
+ *     counts those batches (>= 0) and pcp->refill_pages the pages their
+ *     refills plan to put on the lists (>= 0, 0 when in_flight is 0); a
+ *     block or run between two zone-lock holds of a release pass or an
+ *     unmapping is counted in zone->in_flight; a fork child has none; a bit of pcp->used is set iff its list is
  *     not empty; every head on them has state PC_PG_PCP, aux
  *     = its length and order = floor(log2(length)) (so the lock-free double-
  *     free check, which trusts a free head's order, never claims a page
@@ -609,6 +614,7 @@ struct pcp_refill {
 	int pages, want, got;
 	int floor;            /* entries it puts on the list whatever the room */
 	bool grow;            /* a full batch: alloc_factor rises when it lands */
+	bool landed;          /* pcp_refill: the pcp lock was free to land it (counted) */
 	uint64_t t0;          /* statistics clock at the start */
 	struct pc_list batch; /* taken from the zone, not landed */
 };

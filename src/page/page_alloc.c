@@ -76,8 +76,9 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, const struct p
 			pcp_refill_plan(pcp, order, run, &r);
 			pc_spin_stat_unlock(&pcp->lock); /* not held while the zone lock is waited for */
 			pg = pcp_refill(z, pcp, &r);
-			if (pg && page_stats_on()) /* served through the pcp, by its refill */
-				pc_add_relaxed(&z->stats.pcp_hits, 1);
+			if (pg && page_stats_on()) /* served through the pcp, by its refill, */
+				pc_add_relaxed(r.landed ? &z->stats.pcp_hits : &z->stats.pcp_busy, 1);
+				/* or a zone round trip: the pcp was busy when it came back */
 			zone_maybe_release(z); /* a slow path: time for a release pass? */
 			return pg;
 		}
@@ -390,17 +391,32 @@ size_t pc_page_trim(void)
 }
 
 /* Under z->lock: work of z in flight with its lock dropped (pcp.c: batches
- * of its pcps; release.c, unmap.c: z->in_flight). A pcp's count is relaxed:
- * it is raised under that pcp's lock, which the caller holds, and a stale
- * nonzero only costs one more look. */
+ * of its pcps; release.c, run.c, unmap.c: z->in_flight). A pcp's count is
+ * raised under that pcp's lock, which the caller holds; a stale nonzero
+ * only costs one more look. */
 static bool zone_in_flight_locked(struct pc_zone *z)
 {
 	if (z->in_flight)
 		return true;
 	for (unsigned c = 0; c < os_cpu_count(); c++)
-		if (pc_load_relaxed(&z->pcp[c].in_flight) != 0)
+		if (pc_load_acquire(&z->pcp[c].in_flight) != 0) /* pairs with the batch's release */
 			return true;
 	return false;
+}
+
+/* The work waited for never ends only if its thread died in the allocator
+ * (cancelled, or a signal handler that never returned): say so once after
+ * 10 s, rather than hang in silence. */
+static void prefork_wait_note(const struct pc_zone *z, uint64_t *since)
+{
+	uint64_t now = os_now_ns();
+	if (*since == 0)
+		*since = now;
+	else if (*since != UINT64_MAX && now - *since > 10000000000u) {
+		pc_message("pcmalloc: fork has waited 10 s for page allocator work in flight in zone %u "
+			   "(a thread stopped inside malloc?)", z->id);
+		*since = UINT64_MAX;
+	}
 }
 
 /*
@@ -426,9 +442,11 @@ void pc_page_prefork(void)
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_acquire_for_fork(&z->lock);
+		uint64_t since = 0;
 		while (zone_in_flight_locked(z)) {
 			pc_lock_release(&z->lock);
 			pc_page_test_point(PC_PAGE_TEST_PREFORK_WAIT);
+			prefork_wait_note(z, &since);
 			os_yield();
 			pc_lock_acquire_for_fork(&z->lock);
 		}
@@ -452,8 +470,13 @@ void pc_page_postfork_child(void)
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_reinit(&z->lock);
-		for (unsigned c = 0; c < os_cpu_count(); c++)
+		for (unsigned c = 0; c < os_cpu_count(); c++) {
 			pc_spin_stat_reinit(&z->pcp[c].lock);
+			/* prefork saw none in flight: make the child's counts say so
+			 * whatever it inherited (relaxed: one thread runs) */
+			pc_store_relaxed(&z->pcp[c].in_flight, 0);
+			pc_store_relaxed(&z->pcp[c].refill_pages, 0);
+		}
 		pc_mutex_reinit(&z->grow_lock);
 	}
 }

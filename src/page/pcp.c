@@ -18,8 +18,9 @@
  * after a refill since the previous drain means the CPU cycles pages through
  * its list (allocates and frees alike): high grows by one batch, up to
  * vm.pcp_high, so that the cycle stays off the zone lock. A CPU that only
- * frees, or stops, keeps a small list: every release pass (release.c) takes
- * an eighth off each high, down to vm.pcp_high_min, and drains the excess
+ * frees, or stops, keeps a small list: every timed release pass (at most
+ * one per quarter delay per zone, or a forced one: release.c) takes an
+ * eighth off each high, down to vm.pcp_high_min, and drains the excess
  * (pcp_decay). A small program thus holds vm.pcp_high_min pages per CPU, not
  * vm.pcp_high.
  *
@@ -51,9 +52,11 @@
  * high then (or its minimum batch), and what does not land goes back to the
  * zone as it came (clean blocks stay clean, dirty ones keep their age).
  *
- * What backs an entry (its head's mem): an entry freed on this CPU is
- * dirty; one a refill put on the list keeps the zone's mem until it is
- * handed out, so a drain gives a clean entry back clean.
+ * What backs an entry (its head's mem, freed_ns): an entry freed on this
+ * CPU is dirty, freed_ns 0 (stamped when drained: no clock read on the
+ * fast path); one a refill put on the list keeps the zone's mem and
+ * freed_ns until it is handed out, so a drain gives a clean entry back
+ * clean and a dirty one with its age.
  *
  * The drains of pc_page_drain_all and trim take the pcp lock outright and
  * keep it (pcp_drain_locked). Every other function here runs with
@@ -98,12 +101,15 @@ static unsigned scale_max(void)
  * Blocks of the order to take in the next refill (kernel: nr_pcp_alloc):
  * batch << alloc_factor, within the room that the lists and the refills in
  * flight (refill_pages) leave under high, but at least a minimum batch (2
- * blocks, or vm.pcp_batch pages) when no other refill is in flight, and
- * only the caller's block when one is: two threads of one CPU that found
- * its list empty at once both sized a refill to high, and k of them took k
- * times high (review of medium, item 3). *grow: a full batch fits, so
- * alloc_factor rises when it lands. *floor: the entries the refill puts on
- * the list when it lands, whatever the room then (refill_land_locked).
+ * blocks, or vm.pcp_batch pages): two threads of one CPU that found its
+ * list empty at once both sized a refill to high, and k of them took k
+ * times high (review of medium, item 3). A refill sized while another is
+ * in flight still takes a minimum batch (one block each would send every
+ * thread of the CPU to the zone lock per allocation while the first waits
+ * for it), but lands only what then fits under high: its floor is 0.
+ * *grow: a full batch fits, so alloc_factor rises when it lands. *floor:
+ * the entries the refill puts on the list when it lands, whatever the room
+ * then (refill_land_locked).
  */
 static int refill_blocks(struct pc_pcp *pcp, unsigned order, int pages, bool *grow, int *floor)
 {
@@ -116,14 +122,13 @@ static int refill_blocks(struct pc_pcp *pcp, unsigned order, int pages, bool *gr
 	int reserved = pc_load_relaxed(&pcp->refill_pages);
 	int filled = pcp->count + reserved;
 	int room = high > filled ? (high - filled) / pages : 0;
-	int min_blocks = reserved ? 1 : base;
-	int max_blocks = PC_MAX(room, min_blocks);
+	int max_blocks = PC_MAX(room, base);
 
 	if (pcp->alloc_factor > cap)
 		pcp->alloc_factor = (uint8_t)cap;
 	int n = base << pcp->alloc_factor;
 	*grow = n <= max_blocks && pcp->alloc_factor < cap;
-	*floor = min_blocks - 1;
+	*floor = reserved ? 0 : base - 1;
 	return PC_MIN(n, max_blocks);
 }
 
@@ -305,6 +310,7 @@ struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_ref
 	refill_take(z, r);
 	pc_page_test_point(PC_PAGE_TEST_REFILL_TAKEN);
 	struct pc_page *mine = NULL;
+	r->landed = false;
 	if (r->got > 0) {
 		mine = pc_list_first(&r->batch, struct pc_page, list);
 		pc_list_del(&mine->list);
@@ -312,14 +318,15 @@ struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_ref
 		if (pc_spin_stat_trylock(&pcp->lock)) {
 			refill_land_locked(z, pcp, r);
 			pc_spin_stat_unlock(&pcp->lock);
+			r->landed = true;
 		}
 		if (!pc_list_empty(&r->batch)) /* the pcp was busy, or the list full */
 			refill_put_back(z, r);
 	}
 	pc_sub_relaxed(&pcp->refill_pages, (r->want - 1) * r->pages);
-	/* Relaxed, after the zone work: prefork reads it under the zone lock,
-	 * which orders what we did under it. */
-	pc_sub_relaxed(&pcp->in_flight, 1);
+	/* Release, last: a prefork that reads 0 (acquire) sees everything this
+	 * refill did, its zone work and refill_pages included. */
+	pc_sub_release(&pcp->in_flight, 1);
 	return mine;
 }
 
@@ -387,7 +394,13 @@ void pcp_detach_locked(struct pc_pcp *pcp, int pages, struct pcp_batch *b)
 /* Free a detached batch to the zone under one zone-lock hold. An entry
  * freed on this CPU is dirty (pcp_free, pcp_free_run) and stamped with one
  * page-clock time for the batch; one a refill put on the list and nobody
- * used keeps the mem it had in the zone (clean stays clean). */
+ * used keeps the mem and freed time it had in the zone (clean stays clean,
+ * a dirty one's freed_ns is a page-clock time, never 0). */
+static uint64_t entry_freed_ns(const struct pc_page *pg, uint64_t now)
+{
+	return pg->freed_ns ? pg->freed_ns : now;
+}
+
 void pcp_batch_free(struct pc_zone *z, struct pcp_batch *b)
 {
 	uint64_t t0 = pc_stats_clock();
@@ -396,17 +409,17 @@ void pcp_batch_free(struct pc_zone *z, struct pcp_batch *b)
 	for (struct pc_list *it = b->blocks.next, *next; it != &b->blocks; it = next) {
 		next = it->next;
 		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-		zone_free_block_at_locked(z, pg, pc_pg_order(pg), (enum pc_mem)pg->mem, now);
+		zone_free_block_at_locked(z, pg, pc_pg_order(pg), (enum pc_mem)pg->mem, entry_freed_ns(pg, now));
 	}
 	for (struct pc_list *it = b->runs.next, *next; it != &b->runs; it = next) {
 		next = it->next;
 		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
-		zone_run_free_mem_locked(z, pg, pg->aux, (enum pc_mem)pg->mem, now);
+		zone_run_free_mem_locked(z, pg, pg->aux, (enum pc_mem)pg->mem, entry_freed_ns(pg, now));
 	}
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
-	if (b->from) /* relaxed, after the zone work: see pcp_refill */
-		pc_sub_relaxed(&b->from->in_flight, 1);
+	if (b->from) /* release, after the zone work: see pcp_refill */
+		pc_sub_release(&b->from->in_flight, 1);
 	if (page_stats_on()) {
 		pc_add_relaxed(&z->stats.drains, 1);
 		pc_add_relaxed(&z->stats.drain_pages, (uint64_t)b->pages);
@@ -438,6 +451,7 @@ bool pcp_free(struct pc_pcp *pcp, struct pc_page *pg, unsigned order, struct pcp
 
 	pcp_mark(pg, 1u << order);
 	pg->mem = PC_MEM_DIRTY; /* it was handed out: maybe resident (pcp_batch_free) */
+	pg->freed_ns = 0;       /* freed now: stamped by the drain */
 	pc_list_add(&pg->list, &pcp->lists[order]);
 	pcp_used_set(pcp, order);
 	pcp->count += 1 << order;
@@ -454,6 +468,7 @@ bool pcp_free_run(struct pc_pcp *pcp, struct pc_page *pg, size_t pages, struct p
 
 	pcp_mark(pg, (unsigned)pages);
 	pg->mem = PC_MEM_DIRTY;
+	pg->freed_ns = 0;
 	pc_list_add(&pg->list, &pcp->runs[pages]);
 	pcp_used_set(pcp, PC_PCP_MAX_ORDER + (unsigned)pages);
 	pcp->count += (int)pages;

@@ -329,6 +329,7 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 	while (ok && pc_load_relaxed(&z->run_dirty_hint) != 0) {
 		pc_lock_acquire(&z->lock);
 		unsigned n = run_take_due_locked(z, due_before, &budget, runs);
+		z->in_flight += n > 0; /* off the heap until freed back: fork waits */
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 		if (n == 0)
@@ -346,6 +347,7 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 			run_free_range(z, r, (size_t)(runs[i] - r->pages), runs[i]->aux,
 				       done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY, runs[i]->freed_ns);
 		}
+		z->in_flight--;
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 	}
