@@ -132,9 +132,10 @@
  *     back unused keeps its own, so either may sit nearer the head than its
  *     age says: it is then released later, never earlier);
  *   - pcp->count == sum over its lists of 2^order pages plus the lengths of
- *     the runs on its run lists; a refill never puts more on a list than a
- *     refill sized at that moment would (the room under high, or its
- *     minimum batch while no other refill is in flight);
+ *     the runs on its run lists; refills are sized within the room the
+ *     lists and the refills in flight leave under high, a minimum batch at
+ *     least, so concurrent refills of one CPU pass high by a minimum batch
+ *     each at most (frees meanwhile may add to it; the next free drains);
  *   - in flight (pcp.c): an entry of a batch between a pcp and its zone has
  *     state PC_PG_NONE, is on no list and counts as in use; pcp->in_flight
  *     counts those batches (>= 0) and pcp->refill_pages the pages their
@@ -612,7 +613,6 @@ struct pcp_batch {
 struct pcp_refill {
 	unsigned order, run;
 	int pages, want, got;
-	int floor;            /* entries it puts on the list whatever the room */
 	bool grow;            /* a full batch: alloc_factor rises when it lands */
 	bool landed;          /* pcp_refill: the pcp lock was free to land it (counted) */
 	uint64_t t0;          /* statistics clock at the start */
