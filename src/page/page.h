@@ -516,8 +516,8 @@ enum pc_page_test_point {
 	PC_PAGE_TEST_REFILL_TAKEN, /* pcp_refill: its batch taken from the zone, no lock held */
 	PC_PAGE_TEST_PREFORK_WAIT, /* pc_page_prefork: every pcp lock held, a batch still in
 				      flight (once per look at it) */
-	PC_PAGE_TEST_RELEASE_TAKEN, /* zone_release_until: a batch off the lists, before its
-				       madvise, no lock held */
+	PC_PAGE_TEST_RELEASE_TAKEN, /* zone_release_until, zone_run_release_due: a batch off
+				       the lists, before its madvise, no lock held */
 };
 extern void (*_Atomic pc_page_test_hook)(enum pc_page_test_point at);
 PC_INLINE void pc_page_test_point(enum pc_page_test_point at)
@@ -590,6 +590,16 @@ void zone_publish_counts_locked(struct pc_zone *z);
 void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order);
 void zone_seed_all_locked(struct pc_zone *z);
 struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order);
+/* "page_alloc.c": a fork is taking the zone locks (pc_page_prefork; relaxed:
+ * a stale value costs one more batch or one batch less). Loops that take a
+ * zone's memory off its lists batch after batch with the lock dropped in
+ * between (release passes, run releases, unmapping) stop before the next
+ * batch while it is set, so fork waits for one batch, not a whole pass. */
+extern _Atomic bool page_forking;
+PC_INLINE bool page_fork_pending(void)
+{
+	return pc_load_relaxed(&page_forking);
+}
 /* "release.c" */
 size_t zone_release(struct pc_zone *z, size_t keep_pages);
 int page_release_memory(void *p, size_t bytes);

@@ -17,6 +17,7 @@
 
 struct pc_region *_Atomic pc_region_table[(size_t)1 << PC_REGION_TABLE_BITS];
 void (*_Atomic pc_page_test_hook)(enum pc_page_test_point at);
+_Atomic bool page_forking;
 
 /* What is asked for: a buddy block of `order` (pages == 0), or a run of
  * `pages` aligned to align_pages. */
@@ -430,7 +431,9 @@ static void prefork_wait_note(const struct pc_zone *z, uint64_t *since)
  * can free. No new pcp batch can start while we hold every pcp lock, and
  * each piece of work in flight needs only its zone's lock to finish (a
  * refill that finds its pcp lock ours goes back to the zone), so dropping
- * that lock and trying again ends.
+ * that lock and trying again ends; zone work that takes batch after batch
+ * (release passes, unmapping) stops before its next one while
+ * page_forking is set, so the wait is one batch long.
  */
 void pc_page_prefork(void)
 {
@@ -439,6 +442,7 @@ void pc_page_prefork(void)
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		for (unsigned c = 0; c < os_cpu_count(); c++)
 			pc_spin_lock(&pc_zone_get(i)->pcp[c].lock.spin); /* not counted */
+	pc_store_relaxed(&page_forking, true); /* no new batch of zone work (page.h) */
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_acquire_for_fork(&z->lock);
@@ -455,6 +459,7 @@ void pc_page_prefork(void)
 
 void pc_page_postfork_parent(void)
 {
+	pc_store_relaxed(&page_forking, false);
 	for (unsigned i = pc_zone_count(); i-- > 0;) {
 		struct pc_zone *z = pc_zone_get(i);
 		pc_lock_release(&z->lock);
@@ -466,6 +471,7 @@ void pc_page_postfork_parent(void)
 
 void pc_page_postfork_child(void)
 {
+	pc_store_relaxed(&page_forking, false);
 	zone_release_fork_child();
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);

@@ -157,7 +157,7 @@ static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t 
 	size_t released = 0;
 	int saved = errno; /* free() never changes errno */
 	bool ok = true;
-	while (ok) {
+	while (ok && !page_fork_pending()) { /* a fork waits for one batch at most */
 		pc_lock_acquire(&z->lock);
 		unsigned n = take_batch(z, due_before, keep_pages, pages, orders);
 		z->in_flight += n > 0; /* on no list until freed back: fork waits */

@@ -326,7 +326,7 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 	struct pc_page *runs[RUN_RELEASE_BATCH];
 	size_t released = 0, budget = RUN_SCAN_MAX;
 	bool ok = true;
-	while (ok && pc_load_relaxed(&z->run_dirty_hint) != 0) {
+	while (ok && pc_load_relaxed(&z->run_dirty_hint) != 0 && !page_fork_pending()) {
 		pc_lock_acquire(&z->lock);
 		unsigned n = run_take_due_locked(z, due_before, &budget, runs);
 		z->in_flight += n > 0; /* off the heap until freed back: fork waits */
@@ -334,6 +334,7 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 		pc_lock_release(&z->lock);
 		if (n == 0)
 			break;
+		pc_page_test_point(PC_PAGE_TEST_RELEASE_TAKEN);
 		bool done[RUN_RELEASE_BATCH];
 		for (unsigned i = 0; i < n; i++) {
 			size_t bytes = (size_t)runs[i]->aux << PC_PAGE_SHIFT;

@@ -103,7 +103,7 @@ static void region_scrub(struct pc_region *r)
 size_t zone_unmap_free(struct pc_zone *z, bool clean_only, size_t keep_regions)
 {
 	size_t unmapped = 0;
-	for (;;) {
+	while (!page_fork_pending()) { /* a fork waits for one region at most */
 		struct pc_region *r = NULL;
 		pc_lock_acquire(&z->lock);
 		/* Not while a thread grows the zone: the region it just mapped is
@@ -129,6 +129,7 @@ size_t zone_unmap_free(struct pc_zone *z, bool clean_only, size_t keep_regions)
 		pc_add_relaxed(&z->stats.regions_unmapped, 1);
 		unmapped++;
 	}
+	return unmapped;
 }
 
 /* From a release pass (no lock held): unmap clean free regions beyond the

@@ -39,6 +39,11 @@
  *  fork_waits_release  the same for a release pass whose batch is off the
  *                     zone's lists while it is madvised (hook
  *                     PC_PAGE_TEST_RELEASE_TAKEN): the child lost it too.
+ *                     And the pass stops before its next batch once a fork
+ *                     waits (page_forking), so fork waits for one batch,
+ *                     not the whole pass (it released all four).
+ *  fork_waits_run_release  the same for the run heap's release of free runs
+ *                     (the same hook): the run was lost in the child.
  *  empty_zone_keeps_factor  a refill that finds the zone empty changes
  *                     nothing on the list: a change of alloc_factor made
  *                     meanwhile (a drain halves it) stays (it was
@@ -417,16 +422,19 @@ TEST(fork_waits_in_flight)
 	CHECK(pc_page_check());
 }
 
-/* The same for a release pass: its batch is off the lists while madvised. */
+/* The same for a release pass: its batch is off the lists while madvised.
+ * 128 single dirty pages (their buddies in use) are 4 batches of 32: the
+ * pass stops after the one fork waited for. */
 TEST(fork_waits_release)
 {
-	void *pages[256];
+	static void *pages[256];
+	pc_page_trim(); /* nothing else dirty */
 	for (int i = 0; i < 256; i++)
 		REQUIRE((pages[i] = pc_alloc_pages(0)) != NULL);
-	for (int i = 0; i < 256; i++)
+	for (int i = 0; i < 256; i += 2)
 		pc_free_pages(pages[i], 0);
 	pc_page_drain_all(); /* dirty in the zone */
-	REQUIRE(zone_read(&zone->dirty_pages) >= 256);
+	REQUIRE(zone_read(&zone->dirty_pages) == 128);
 	free0 = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
 	handed_out = 0;
 	reset_flags();
@@ -447,7 +455,51 @@ TEST(fork_waits_release)
 	CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
 	CHECK(atomic_load(&fork_waits));
 	CHECK_EQ(atomic_load(&hook_stops), 1);
-	CHECK_EQ(zone_read(&zone->dirty_pages), 0);
+	CHECK_EQ(zone_read(&zone->dirty_pages), 128 - 32); /* one batch, then the fork */
+	for (int i = 1; i < 256; i += 2)
+		pc_free_pages(pages[i], 0);
+	CHECK(pc_page_check());
+}
+
+/* The same for the run heap: free runs off their bins while madvised. */
+static void *run_release_held_main(void *arg)
+{
+	struct worker *w = arg;
+	stop_here = true;
+	zone_run_release_due(zone, PC_NS_NEVER);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+TEST(fork_waits_run_release)
+{
+	void *a = pc_alloc_run(100), *b = pc_alloc_run(100); /* longer than a pcp run */
+	REQUIRE(a != NULL && b != NULL && zone_of(a) == zone && zone_of(b) == zone);
+	pc_free_run(a, 100); /* a dirty free run beside b */
+	REQUIRE(zone_read(&zone->run_dirty_pages) >= 100);
+	pc_page_drain_all();
+	free0 = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
+	handed_out = 0;
+	reset_flags();
+	atomic_store(&forked, false);
+	struct worker r = { .page = NULL };
+	atomic_store(&r.done, false);
+	pthread_t forker;
+	alarm(60);
+	REQUIRE(pthread_create(&r.t, NULL, run_release_held_main, &r) == 0);
+	wait_for(&in_hook); /* dirty free runs off their bins */
+	REQUIRE(pthread_create(&forker, NULL, fork_main, NULL) == 0);
+	while (!atomic_load(&fork_waits) && !atomic_load(&forked))
+		sched_yield();
+	atomic_store(&go, true);
+	pthread_join(forker, NULL);
+	pthread_join(r.t, NULL);
+	alarm(0);
+	CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
+	CHECK(atomic_load(&fork_waits));
+	CHECK_EQ(atomic_load(&hook_stops), 1);
+	CHECK_EQ(zone_read(&zone->run_dirty_pages), 0);
+	pc_free_run(b, 100);
 	CHECK(pc_page_check());
 }
 
@@ -509,6 +561,7 @@ int main(void)
 	RUN(decay_drops_pcp_lock);
 	RUN(fork_waits_in_flight);
 	RUN(fork_waits_release);
+	RUN(fork_waits_run_release);
 	RUN(empty_zone_keeps_factor);
 	return test_report();
 }
