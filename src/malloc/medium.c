@@ -64,7 +64,7 @@ size_t pc_medium_stride;
 /* Stack bytes: header + PC_MEDIUM_STACK_MAX pointers, a multiple of 64. */
 #define MEDIUM_STACK_BYTES pc_align_up(sizeof(struct os_rseq_stack) + PC_MEDIUM_STACK_MAX * sizeof(void *), 64)
 
-struct medium_cpu {
+struct PC_CACHE_ALIGNED medium_cpu { /* one per CPU: no shared lines */
 	struct pc_spin lock;
 	/* Sum of capacity * pages over this CPU's stacks (written under lock;
 	 * read racily by the slow path's test before it takes the lock). */

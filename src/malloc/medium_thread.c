@@ -41,6 +41,9 @@ static struct pc_mutex medium_threads_lock;
 static struct pc_list medium_threads = { &medium_threads, &medium_threads };
 static struct pc_list medium_records = { &medium_records, &medium_records };
 static bool medium_thread_on; /* written once by medium_thread_init */
+/* This thread's exit handler ran: no record again (a free from a later
+ * destructor would join the registry with nothing left to give it back). */
+static __thread bool medium_thread_done PC_MEDIUM_TLS;
 
 #define RECORD_BYTES pc_align_up(sizeof(struct medium_thread), PC_PAGE_SIZE)
 
@@ -90,9 +93,11 @@ static bool medium_thread_join(void)
 static void medium_thread_exit(void)
 {
 	struct medium_thread *t = pc_medium_self;
+	medium_thread_done = true;
 	if (!t)
 		return;
 	pc_medium_self = NULL; /* later frees of this thread go to the pages */
+	medium_thread_done = true;
 	pc_mutex_lock(&medium_threads_lock);
 	pc_list_del(&t->link);
 	record_empty(t);
@@ -139,7 +144,7 @@ PC_NOINLINE void medium_thread_free_slow(void *p, unsigned pages)
 	bool pushed = false;
 	if (medium_thread_on && pages <= pc_load_relaxed(&pc_medium_thread_budget)) {
 		if (!t)
-			pushed = medium_thread_join() && medium_thread_push(p, pages);
+			pushed = !medium_thread_done && medium_thread_join() && medium_thread_push(p, pages);
 		else /* if the budget, not the class, was full */
 			pushed = evict_and_push(t, p, pages);
 	}
@@ -161,7 +166,12 @@ size_t medium_thread_flush(bool idle_only)
 	pc_list_for_each(it, &medium_threads) {
 		struct medium_thread *t = pc_list_entry(it, struct medium_thread, link);
 		uint32_t used = pc_load_relaxed(&t->used);
-		t->chosen = (fence || t == pc_medium_self) && used != 0 && (!idle_only || t->sig == used);
+		/* Our own record only if this is not a signal handler that
+		 * interrupted our own fast path (busy set): that path holds
+		 * values read from the arrays and will write them back. */
+		bool own = t == pc_medium_self;
+		t->chosen = (own ? pc_load_relaxed(&t->busy) == 0 : fence) && used != 0 &&
+			    (!idle_only || t->sig == used);
 		t->sig = used;
 		if (t->chosen) {
 			pc_store_relaxed(&t->stopped, 1);

@@ -35,6 +35,12 @@
  *  thread_churn      200 short threads; afterwards the cache is within its
  *                    bound on every CPU (rseq) or empty (the threads' arrays
  *                    went back at their exit), and trim empties it.
+ *  self_busy_kept    thread mode: a flush from a signal handler that
+ *                    interrupted its thread's fast path (busy set by hand)
+ *                    leaves that thread's array alone.
+ *  free_after_exit   a key destructor that frees a medium block after the
+ *                    allocator's exit handler: no record is made again
+ *                    (thread mode: nothing cached once the threads are gone).
  *  oom_flushes       in a child under RLIMIT_AS, 16 MiB of 256 KiB blocks
  *                    cached, then 12 KiB blocks until malloc fails: by then
  *                    the cache is empty and its pages were reused; after
@@ -409,6 +415,72 @@ TEST(thread_churn)
 	CHECK(pc_page_check());
 }
 
+/* Thread mode: a flush that runs in a signal handler which interrupted its
+ * own thread's fast path (forced here: busy set by hand, then a flush from
+ * the same thread) leaves that thread's array alone. */
+TEST(self_busy_kept)
+{
+	if (rseq_mode() || !cache_on())
+		return; /* rseq: the handler's signal aborts the section */
+	pc_trim();
+	char *p = pc_malloc(16 * KiB);
+	REQUIRE(p != NULL);
+	pc_free(p);
+	struct medium_thread *t = pc_medium_self;
+	REQUIRE(t != NULL);
+	pc_store_relaxed(&t->busy, 1);
+	medium_flush();
+	CHECK_EQ(medium_cached_bytes(), 16 * KiB);
+	pc_store_release(&t->busy, 0);
+	medium_flush();
+	CHECK_EQ(medium_cached_bytes(), 0);
+}
+
+/* A medium block freed by a thread-specific-data destructor in every
+ * round glibc runs (PTHREAD_DESTRUCTOR_ITERATIONS, 4): each round frees one
+ * and sets a new one, so the last frees come after the allocator's
+ * thread-exit handler has run for the last time. */
+static pthread_key_t late_key;
+static __thread int late_rounds;
+
+static void late_free(void *p)
+{
+	pc_free(p);
+	if (++late_rounds < 4) {
+		void *q = pc_malloc(16 * KiB);
+		if (q)
+			pthread_setspecific(late_key, q);
+	}
+}
+
+static void *late_thread(void *arg)
+{
+	(void)arg;
+	char *p = pc_malloc(16 * KiB), *q = pc_malloc(16 * KiB);
+	if (p && q) {
+		pc_free(q); /* the thread keeps a record */
+		pthread_setspecific(late_key, p);
+	}
+	return NULL;
+}
+
+TEST(free_after_exit)
+{
+	unpin();
+	pc_trim();
+	REQUIRE(pthread_key_create(&late_key, late_free) == 0);
+	for (int i = 0; i < 20; i++) {
+		pthread_t t;
+		REQUIRE(pthread_create(&t, NULL, late_thread, NULL) == 0);
+		REQUIRE(pthread_join(t, NULL) == 0);
+	}
+	if (!rseq_mode()) /* no record came back for the late frees */
+		CHECK_EQ(medium_cached_bytes(), 0);
+	pc_trim();
+	CHECK_EQ(medium_cached_bytes(), 0);
+	pthread_key_delete(late_key);
+}
+
 /* ---- out of memory ------------------------------------------------------------ */
 
 static void *small_blocks[1 << 16];
@@ -476,6 +548,8 @@ int main(void)
 	RUN(tunable_live);
 	RUN(fork_during);
 	RUN(thread_churn);
+	RUN(self_busy_kept);
+	RUN(free_after_exit);
 	RUN(oom_flushes);
 	return test_report();
 }
