@@ -108,14 +108,15 @@ static struct pc_huge_header *map_new(size_t data, size_t align, bool thp_ok)
  * which the page allocator then unmaps (pc_page_unmap_free), and the cached
  * huge mappings go too. Only then is a free range of a region lent (its
  * region then stays mapped while the block lives). NULL if all fails. A
- * signal handler that interrupted a slab slow path skips the drain and the
- * unmapping, which block on locks its thread may hold (as malloc_aligned
+ * signal handler that interrupted a slab or medium slow path skips the
+ * medium flush, the drain and the unmapping, which block on locks its thread may hold (as malloc_aligned
  * skips its reclaim).
  */
 static PC_NOINLINE struct pc_huge_header *map_refused(size_t data, size_t align, bool *fresh)
 {
 	struct pc_huge_header *h = NULL;
-	if (!pc_slab_reentered()) {
+	if (!pc_slab_reentered() && !medium_reentered()) {
+		medium_flush(); /* its blocks pin their regions: to the per-CPU lists */
 		pc_page_drain_all();
 		size_t given_back = pc_page_unmap_free();
 		given_back += huge_cache_flush();

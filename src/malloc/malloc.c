@@ -64,9 +64,9 @@ void *malloc_aligned(size_t align, size_t size)
 		return NULL;
 	}
 	void *p = alloc_any(size, align);
-	/* A signal handler that interrupted a slab slow path may take no lock:
-	 * its allocation fails with ENOMEM instead of reclaiming. */
-	if (pc_unlikely(!p) && !pc_slab_reentered()) {
+	/* A signal handler that interrupted a slab or medium slow path may take
+	 * no lock: its allocation fails with ENOMEM instead of reclaiming. */
+	if (pc_unlikely(!p) && !pc_slab_reentered() && !medium_reentered()) {
 		malloc_reclaim();
 		p = alloc_any(size, align);
 		if (!p)

@@ -119,6 +119,7 @@ bool large_grow_in_place(struct pc_page *pg, void *p, size_t new_size);
  * Classes: runs of PC_MEDIUM_MIN_PAGES .. PC_PCP_MAX_RUN pages. */
 #define PC_MEDIUM_MIN_PAGES ((PC_SMALL_MAX >> PC_PAGE_SHIFT) + 1)
 #define PC_MEDIUM_CLASSES   (PC_PCP_MAX_RUN - PC_MEDIUM_MIN_PAGES + 1)
+#define PC_MEDIUM_TLS __attribute__((tls_model("initial-exec")))
 #define PC_MEDIUM_STACK_MAX 64 /* blocks a stack (one class, one CPU) can hold */
 /* The slots of class k for every CPU start at pc_medium_slots + k *
  * pc_medium_stride; NULL while the cache is off (no rseq, not started). */
@@ -130,6 +131,29 @@ size_t medium_decay(void);            /* those of CPUs idle since the last call 
 size_t medium_cached_bytes(void);     /* bytes held by the cache (racy sum) */
 size_t medium_capacity_bytes(unsigned cpu); /* a CPU's stacks' capacities (its lock) */
 void medium_cache_free_slow(void *p, unsigned pages);
+/* The decay without the release thread: called by a medium malloc the cache
+ * could not serve (large.c) and by free's slow paths; every
+ * MEDIUM_TICK_EVERY-th call of a thread reads the page clock (medium.c). */
+void medium_decay_tick(void);
+/* Medium slow paths that hold a medium lock (a CPU's, the decay lock, the
+ * thread registry's) count themselves in pc_medium_depth: a signal handler
+ * that interrupted one of its thread's must take none of them (no flush, no
+ * decay, no out-of-memory reclaim: its allocation fails with ENOMEM). */
+extern __thread unsigned char pc_medium_depth PC_MEDIUM_TLS PC_HIDDEN;
+PC_INLINE void medium_enter(void)
+{
+	pc_medium_depth++;
+	atomic_signal_fence(memory_order_seq_cst); /* before any lock is taken */
+}
+PC_INLINE void medium_leave(void)
+{
+	atomic_signal_fence(memory_order_seq_cst); /* after every lock is dropped */
+	pc_medium_depth--;
+}
+PC_INLINE bool medium_reentered(void)
+{
+	return pc_medium_depth != 0;
+}
 PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p);
 /* "medium_thread.c": the same without rseq (thread mode): per-thread arrays
  * of at most PC_MEDIUM_THREAD_MAX blocks per class, and malloc.medium_cache_kb
@@ -137,7 +161,6 @@ PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p);
  * with busy set; a flusher owns the arrays while stopped is set (the
  * protocol: medium_thread.c). */
 #define PC_MEDIUM_THREAD_MAX 8
-#define PC_MEDIUM_TLS __attribute__((tls_model("initial-exec")))
 struct medium_thread {
 	_Atomic unsigned char busy;    /* the owner's fast path runs (owner writes) */
 	_Atomic unsigned char stopped; /* a flusher owns the arrays */

@@ -26,13 +26,19 @@
  * aborts every section of that CPU that read the old one.
  *
  * Flush (medium_flush: pc_trim, the out-of-memory retry, a lower budget;
- * medium_decay: the release thread's passes, for CPUs whose stacks did not
+ * medium_decay: the release thread's passes, or without the thread the
+ * cache's slow paths (medium_decay_tick), for CPUs whose stacks did not
  * change since the last pass): under each flushed CPU's lock, store a
  * pointer to an empty stack (capacity 0) into each of its slots, then one
  * os_rseq_fence (membarrier RSEQ): every section that read an old pointer
  * has then been aborted or has committed, so the old stacks are the
  * flusher's. Their blocks go back to the page allocator (pc_free_run), their
  * capacities and counts to 0, and the slots get them back (release store).
+ *
+ * Re-entry: every path here that holds one of these locks counts itself in
+ * pc_medium_depth (medium_enter/leave, malloc.h); a signal handler that
+ * interrupted one takes none of them (no decay tick; malloc.c and huge.c
+ * skip the flush of their out-of-memory paths).
  *
  * Locks, outermost first: medium_decay_lock -> cpu->lock (every CPU's, in
  * CPU order) -> the page layer's pcp->lock -> zone->lock (pc_free_run under
@@ -59,6 +65,7 @@
 #include "malloc.h"
 
 _Atomic(char *) pc_medium_slots;
+__thread unsigned char pc_medium_depth PC_MEDIUM_TLS;
 size_t pc_medium_stride;
 
 /* Stack bytes: header + PC_MEDIUM_STACK_MAX pointers, a multiple of 64. */
@@ -184,8 +191,13 @@ static bool medium_grow(unsigned pages)
 	struct medium_cpu *mc = &medium_cpus[cpu];
 	unsigned k = pages - PC_MEDIUM_MIN_PAGES;
 	struct os_rseq_stack *st = medium_stack_of((unsigned)cpu, k);
-	if (!medium_worth_growing(mc, st, k, pages) || !pc_spin_trylock(&mc->lock))
-		return false; /* or a flusher or another slow path: go to the pages */
+	if (!medium_worth_growing(mc, st, k, pages))
+		return false;
+	medium_enter();
+	if (!pc_spin_trylock(&mc->lock)) {
+		medium_leave();
+		return false; /* a flusher or another slow path: go to the pages */
+	}
 	uint32_t budget = pc_load_relaxed(&medium_budget);
 	uint32_t cap = medium_load_relaxed_u32(&st->capacity);
 	/* Grow by half again (at least one block), up to the stack's room. */
@@ -201,11 +213,13 @@ static bool medium_grow(unsigned pages)
 	if (grown)
 		pc_store_relaxed(&mc->used, used + (to - cap) * pages);
 	pc_spin_unlock(&mc->lock);
+	medium_leave();
 	return grown;
 }
 
 PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 {
+	medium_decay_tick();
 	if (medium_grow(pages) && os_rseq_push(medium_slot_of(0, pages - PC_MEDIUM_MIN_PAGES), p) == 1)
 		return;
 	pc_free_run(p, pages);
@@ -221,11 +235,8 @@ PC_NOINLINE PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p)
 /* Flush every CPU, or (idle_only) those whose `idle` is set. Takes their
  * locks blocking, in CPU order; no other lock of ours is held. Returns the
  * bytes given back to the page allocator. */
-static size_t medium_flush_cpus(bool idle_only)
+static size_t medium_flush_cpus_entered(bool idle_only)
 {
-	/* Acquire: pairs with medium_init's release (stacks, cpus, ncpus). */
-	if (!pc_load_acquire(&pc_medium_slots))
-		return 0;
 	bool any = false;
 	for (unsigned c = 0; c < medium_ncpus; c++) {
 		if (idle_only && !medium_cpus[c].idle)
@@ -260,6 +271,17 @@ static size_t medium_flush_cpus(bool idle_only)
 	return pages << PC_PAGE_SHIFT;
 }
 
+static size_t medium_flush_cpus(bool idle_only)
+{
+	/* Acquire: pairs with medium_init's release (stacks, cpus, ncpus). */
+	if (!pc_load_acquire(&pc_medium_slots))
+		return 0;
+	medium_enter();
+	size_t bytes = medium_flush_cpus_entered(idle_only);
+	medium_leave();
+	return bytes;
+}
+
 size_t medium_flush(void)
 {
 	return medium_flush_cpus(false) + medium_thread_flush(false);
@@ -286,20 +308,66 @@ static uint64_t medium_signature(unsigned c, bool *holds)
 /* Flush the CPUs whose stacks hold blocks and have not changed since the
  * previous call: one pass of the idle decay (the release thread's hook).
  * Returns the bytes given back. */
-size_t medium_decay(void)
+static size_t medium_decay_locked(void)
 {
-	if (!pc_load_acquire(&pc_medium_slots)) /* as in medium_flush_cpus */
-		return medium_thread_flush(true);
-	pc_spin_lock(&medium_decay_lock);
 	for (unsigned c = 0; c < medium_ncpus; c++) {
 		bool holds;
 		uint64_t sig = medium_signature(c, &holds);
 		medium_cpus[c].idle = holds && sig == medium_cpus[c].sig;
 		medium_cpus[c].sig = sig;
 	}
-	size_t bytes = medium_flush_cpus(true);
+	return medium_flush_cpus(true);
+}
+
+size_t medium_decay(void)
+{
+	if (!pc_load_acquire(&pc_medium_slots)) /* as in medium_flush_cpus */
+		return medium_thread_flush(true);
+	medium_enter();
+	pc_spin_lock(&medium_decay_lock);
+	size_t bytes = medium_decay_locked();
 	pc_spin_unlock(&medium_decay_lock);
+	medium_leave();
 	return bytes;
+}
+
+/* ---- decay without the release thread --------------------------------------- */
+/*
+ * With vm.release_thread=0 no pass calls medium_decay, so the slow paths do:
+ * every MEDIUM_TICK_EVERY-th tick of a thread reads the page clock, and the
+ * one that finds the due time passed and moves it on (compare-and-swap:
+ * one winner) runs a pass, unless its thread holds a medium lock (a signal
+ * handler) or another pass runs (try-lock). Passes are then at least
+ * vm.release_delay_ms apart, so a CPU's blocks go back within about two
+ * delays after its stacks stop changing, as long as some thread still
+ * takes a medium slow path; an idle program keeps them until pc_trim, the
+ * release thread or its next medium call.
+ */
+#define MEDIUM_TICK_EVERY 16
+static _Atomic uint64_t medium_tick_due_ns; /* page-clock time of the next pass */
+static __thread unsigned char medium_ticks PC_MEDIUM_TLS;
+
+PC_NOINLINE void medium_decay_tick(void)
+{
+	if (++medium_ticks % MEDIUM_TICK_EVERY != 0 || medium_reentered() ||
+	    pc_option(PC_OPT_VM_RELEASE_THREAD) != 0) /* the thread's passes do it */
+		return;
+	uint64_t now = pc_page_clock_ns(), due = pc_load_relaxed(&medium_tick_due_ns);
+	uint64_t next = now + (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
+	/* Relaxed: the word only elects this pass; the locks below order the
+	 * rest. A spurious failure skips one tick. */
+	if (now < due || !pc_cas_weak_relaxed(&medium_tick_due_ns, &due, next))
+		return;
+	if (!pc_load_acquire(&pc_medium_slots)) { /* as in medium_flush_cpus */
+		medium_thread_flush(true);
+		return;
+	}
+	medium_enter();
+	if (pc_spin_trylock(&medium_decay_lock)) {
+		medium_decay_locked();
+		pc_spin_unlock(&medium_decay_lock);
+	}
+	medium_leave();
 }
 
 size_t medium_cached_bytes(void)
@@ -347,6 +415,7 @@ static void medium_budget_changed(long kb)
 
 static void medium_prefork(void)
 {
+	medium_enter(); /* left in both postfork handlers */
 	pc_spin_lock(&medium_decay_lock);
 	for (unsigned c = 0; c < medium_ncpus; c++)
 		pc_spin_lock(&medium_cpus[c].lock);
@@ -357,6 +426,7 @@ static void medium_postfork_parent(void)
 	for (unsigned c = medium_ncpus; c-- > 0;)
 		pc_spin_unlock(&medium_cpus[c].lock);
 	pc_spin_unlock(&medium_decay_lock);
+	medium_leave();
 }
 
 static void medium_postfork_child(void)
@@ -364,6 +434,7 @@ static void medium_postfork_child(void)
 	for (unsigned c = 0; c < medium_ncpus; c++)
 		pc_spin_reinit(&medium_cpus[c].lock);
 	pc_spin_reinit(&medium_decay_lock);
+	medium_leave();
 }
 
 static const struct pc_life medium_life = {

@@ -74,6 +74,7 @@ static bool medium_thread_join(void)
 	if (!pc_life_thread_enroll())
 		return false;
 	struct medium_thread *t = NULL;
+	medium_enter();
 	pc_mutex_lock(&medium_threads_lock);
 	if (medium_records.next != &medium_records) {
 		t = pc_list_first(&medium_records, struct medium_thread, link);
@@ -84,6 +85,7 @@ static bool medium_thread_join(void)
 	if (t)
 		pc_list_add(&t->link, &medium_threads);
 	pc_mutex_unlock(&medium_threads_lock);
+	medium_leave();
 	pc_medium_self = t;
 	return t != NULL;
 }
@@ -98,12 +100,14 @@ static void medium_thread_exit(void)
 		return;
 	pc_medium_self = NULL; /* later frees of this thread go to the pages */
 	medium_thread_done = true;
+	medium_enter();
 	pc_mutex_lock(&medium_threads_lock);
 	pc_list_del(&t->link);
 	record_empty(t);
 	t->sig = 0;
 	pc_list_add(&t->link, &medium_records);
 	pc_mutex_unlock(&medium_threads_lock);
+	medium_leave();
 }
 
 /* ---- the slow path of a free ---------------------------------------------------- */
@@ -150,6 +154,7 @@ PC_NOINLINE void medium_thread_free_slow(void *p, unsigned pages)
 	}
 	if (!pushed)
 		pc_free_run(p, pages);
+	medium_decay_tick();
 }
 
 /* ---- flushing ------------------------------------------------------------------- */
@@ -162,6 +167,7 @@ size_t medium_thread_flush(bool idle_only)
 		return 0;
 	bool fence = os_membarrier_mode() != OS_MEMBARRIER_NONE, others = false;
 	struct pc_list *it;
+	medium_enter();
 	pc_mutex_lock(&medium_threads_lock);
 	pc_list_for_each(it, &medium_threads) {
 		struct medium_thread *t = pc_list_entry(it, struct medium_thread, link);
@@ -197,6 +203,7 @@ size_t medium_thread_flush(bool idle_only)
 		pc_store_release(&t->stopped, 0); /* the emptied arrays before the reopening */
 	}
 	pc_mutex_unlock(&medium_threads_lock);
+	medium_leave();
 	return pages << PC_PAGE_SHIFT;
 }
 
@@ -206,10 +213,12 @@ size_t medium_thread_cached_bytes(void)
 		return 0;
 	size_t pages = 0;
 	struct pc_list *it;
+	medium_enter();
 	pc_mutex_lock(&medium_threads_lock);
 	pc_list_for_each(it, &medium_threads)
 		pages += pc_load_relaxed(&pc_list_entry(it, struct medium_thread, link)->used);
 	pc_mutex_unlock(&medium_threads_lock);
+	medium_leave();
 	return pages << PC_PAGE_SHIFT;
 }
 
@@ -226,12 +235,14 @@ static void medium_thread_budget_changed(long kb)
 
 static void medium_thread_prefork(void)
 {
+	medium_enter();
 	pc_mutex_lock(&medium_threads_lock);
 }
 
 static void medium_thread_postfork_parent(void)
 {
 	pc_mutex_unlock(&medium_threads_lock);
+	medium_leave();
 }
 
 /* Only the forking thread exists here: the other records' arrays go back,
@@ -239,6 +250,7 @@ static void medium_thread_postfork_parent(void)
 static void medium_thread_postfork_child(void)
 {
 	pc_mutex_reinit(&medium_threads_lock);
+	medium_leave(); /* prefork's enter */
 	struct pc_list *it = medium_threads.next;
 	while (it != &medium_threads) {
 		struct medium_thread *t = pc_list_entry(it, struct medium_thread, link);

@@ -74,12 +74,10 @@ static size_t fill_medium(void)
 /* The child: exit codes say which step failed. */
 static int child(void)
 {
-	/* Without malloc's medium cache: the blocks it would keep after the
-	 * frees hold their regions, and the huge path's refused mapping
-	 * (huge.c, map_refused) does not flush it yet, so some blocks would be
-	 * lent rather than mapped (docs/pages-medium.md, "What is missing"). */
-	if (!pc_malloc_init() || pc_option_set(PC_OPT_VM_RELEASE_DELAY_MS, 3600000, false) != 0 ||
-	    pc_option_set(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 0, false) != 0)
+	/* With malloc's medium cache on (the default): the blocks it keeps
+	 * after the frees hold their regions until the huge path's refused
+	 * mapping flushes it (huge.c, map_refused). */
+	if (!pc_malloc_init() || pc_option_set(PC_OPT_VM_RELEASE_DELAY_MS, 3600000, false) != 0)
 		return 2;
 	void *first = pc_malloc(HUGE); /* maps the table of huge blocks */
 	if (!first)

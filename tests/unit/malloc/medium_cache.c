@@ -23,6 +23,16 @@
  *  decay             a decay pass flushes a CPU unchanged since the last
  *                    pass (the second through the release thread's pass),
  *                    and keeps one that changed.
+ *  decay_ticks       without the release thread, medium misses run the
+ *                    decay (every 16th, once the page clock passed the
+ *                    delay, moved by hand): a CPU unchanged for two passes
+ *                    is flushed; with a medium lock held (a signal handler's
+ *                    view, depth set by hand) no pass runs.
+ *  reentered_no_reclaim  in a child under RLIMIT_AS, with a medium lock
+ *                    held (depth set by hand) a refused malloc fails
+ *                    without flushing the cache (the out-of-memory retry and
+ *                    the huge path's would take that lock); without it, the
+ *                    same refusal flushes it.
  *  tunable_live      while threads allocate and free, malloc.medium_cache_kb
  *                    = 0 empties the cache and keeps it empty; raised
  *                    again, blocks are cached again; contents checked.
@@ -52,6 +62,7 @@
 
 #include "malloc/malloc.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -206,6 +217,87 @@ TEST(decay)
 	/* Unchanged since: the release thread's pass (its hook) flushes it. */
 	pc_page_release_thread_pass();
 	CHECK_EQ(medium_cached_bytes(), 0);
+}
+
+/* Medium mallocs the cache cannot serve: each is a tick of the decay. */
+static void miss_ticks(char **keep, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		REQUIRE((keep[i] = pc_malloc(12 * KiB)) != NULL); /* none cached */
+}
+
+TEST(decay_ticks)
+{
+	REQUIRE(pin_cpu(0));
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	pc_trim();
+	static char *keep[4][16];
+	const uint64_t delay = (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
+	char *p = pc_malloc(40 * KiB);
+	REQUIRE(p != NULL);
+	pc_free(p);
+	if (!cache_on())
+		return;
+	CHECK_EQ(medium_cached_bytes(), 40 * KiB);
+	/* A thread that holds a medium lock (a signal handler interrupted it)
+	 * runs no pass, however many ticks are due. */
+	pc_medium_depth++;
+	for (int round = 0; round < 2; round++) {
+		pc_page_clock_advance(2 * delay + 1000000u);
+		for (int i = 0; i < 16; i++)
+			medium_decay_tick();
+	}
+	pc_medium_depth--;
+	CHECK_EQ(medium_cached_bytes(), 40 * KiB);
+	/* Two passes (one per 16 ticks, each past the due time): the first
+	 * notes CPU 0's stacks, the second finds them unchanged. */
+	for (int round = 0; round < 2; round++) {
+		pc_page_clock_advance(2 * delay + 1000000u);
+		miss_ticks(keep[round], 16);
+	}
+	CHECK_EQ(medium_cached_bytes(), 0);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 16; i++)
+			pc_free(keep[round][i]);
+	pc_trim();
+}
+
+/* In a child (a limit on address space). Nonzero: the step that failed. */
+static int reentered_child(void)
+{
+	if (!pin_cpu(0))
+		return 2;
+	char *p = pc_malloc(64 * KiB);
+	if (!p)
+		return 3;
+	pc_free(p);
+	size_t cached = medium_cached_bytes();
+	if (cached != 64 * KiB)
+		return 4;
+	struct rlimit rl = { mapped_bytes() + MiB, 0 };
+	rl.rlim_max = rl.rlim_cur;
+	if (setrlimit(RLIMIT_AS, &rl) != 0)
+		return 5;
+	pc_medium_depth++; /* as if a handler interrupted grow() or a flush */
+	void *q = pc_malloc(64 * MiB);
+	pc_medium_depth--;
+	if (q != NULL || errno != ENOMEM)
+		return 6;
+	if (medium_cached_bytes() != cached)
+		return 7; /* flushed: it would have taken the lock its thread holds */
+	q = pc_malloc(64 * MiB); /* not re-entered: the retry flushes */
+	if (q != NULL || medium_cached_bytes() != 0)
+		return 8;
+	return 0;
+}
+
+TEST(reentered_no_reclaim)
+{
+#if defined(__SANITIZE_THREAD__)
+	return; /* as oom_flushes */
+#endif
+	if (cache_on())
+		check_in_child(reentered_child);
 }
 
 /* ---- threads ---------------------------------------------------------------- */
@@ -545,6 +637,8 @@ int main(void)
 	RUN(trim_empties);
 	RUN(decay);
 	RUN(threads_migrate);
+	RUN(decay_ticks);
+	RUN(reentered_no_reclaim);
 	RUN(tunable_live);
 	RUN(fork_during);
 	RUN(thread_churn);
