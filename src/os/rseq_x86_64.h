@@ -78,6 +78,22 @@ extern ptrdiff_t os_rseq_offset PC_HIDDEN;
 	"shlq $6, %[cpu]\n\t"                   /* byte offset of this CPU's slot */\
 	"movq (%[base],%[cpu]), %[stack]\n\t"   /* stack = the slot's stack */
 
+/* The start of a section that must run on one given CPU and find one given
+ * pointer in that CPU's slot: arm the section, leave for the asm goto label
+ * `fail` when the CPU we run on is not %[cpu] (or the thread is not
+ * registered: negative), or when *%[slot] is not the operand named
+ * `expect`. Operands %[tmp] (scratch), %[cpu], %[slot], %[off] (inputs). */
+#define OS_RSEQ_ON_CPU_SLOT_HOLDS(expect, fail)                                 \
+	".Larm%=:\n\t"                                                          \
+	"leaq .Lcs%=(%%rip), %[tmp]\n\t"        /* our descriptor */            \
+	"movq %[tmp], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &it */  \
+	".Lstart%=:\n\t"                                                        \
+	"movl %%fs:4(%[off]), %k[tmp]\n\t"      /* the CPU we run on */         \
+	"cmpl %[cpu], %k[tmp]\n\t"              /* not cpu: fail */             \
+	"jne %l[" fail "]\n\t"                                                   \
+	"cmpq %[" expect "], (%[slot])\n\t"     /* the slot holds another: fail */\
+	"jne %l[" fail "]\n\t"
+
 /* Pop from the current CPU's stack: the object, or NULL when the stack is
  * empty or the thread has no rseq registration. */
 static inline __attribute__((always_inline)) void *os_rseq_pop(void *base)
@@ -153,15 +169,7 @@ static inline __attribute__((always_inline)) bool os_rseq_slot_cas(void *base, u
 	uintptr_t tmp;
 	void **slot = (void **)((char *)base + ((uintptr_t)cpu << OS_RSEQ_SLOT_SHIFT));
 	__asm__ volatile goto(
-		".Larm%=:\n\t"
-		"leaq .Lcs%=(%%rip), %[tmp]\n\t"        /* our descriptor */
-		"movq %[tmp], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &descriptor */
-		".Lstart%=:\n\t"
-		"movl %%fs:4(%[off]), %k[tmp]\n\t"      /* the CPU we run on (or negative) */
-		"cmpl %[cpu], %k[tmp]\n\t"              /* not cpu: fail */
-		"jne %l[fail]\n\t"
-		"cmpq %[old], (%[slot])\n\t"            /* the slot no longer holds old: fail */
-		"jne %l[fail]\n\t"
+		OS_RSEQ_ON_CPU_SLOT_HOLDS("old", "fail")
 		"movq %[new], (%[slot])\n"              /* commit: slot = new */
 		".Lend%=:\n\t"
 		OS_RSEQ_SECTION_TAIL
@@ -188,15 +196,7 @@ static inline __attribute__((always_inline)) bool os_rseq_stack_resize(void *bas
 	uintptr_t tmp;
 	void **slot = (void **)((char *)base + ((uintptr_t)cpu << OS_RSEQ_SLOT_SHIFT));
 	__asm__ volatile goto(
-		".Larm%=:\n\t"
-		"leaq .Lcs%=(%%rip), %[tmp]\n\t"        /* our descriptor */
-		"movq %[tmp], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &descriptor */
-		".Lstart%=:\n\t"
-		"movl %%fs:4(%[off]), %k[tmp]\n\t"      /* the CPU we run on (or negative) */
-		"cmpl %[cpu], %k[tmp]\n\t"              /* not cpu: fail */
-		"jne %l[fail]\n\t"
-		"cmpq %[stack], (%[slot])\n\t"          /* the slot holds another stack: fail */
-		"jne %l[fail]\n\t"
+		OS_RSEQ_ON_CPU_SLOT_HOLDS("stack", "fail")
 		"cmpl %[old], (%[stack])\n\t"           /* capacity changed meanwhile: fail */
 		"jne %l[fail]\n\t"
 		"cmpl %[new], 4(%[stack])\n\t"          /* count > new_cap: fail */
