@@ -60,6 +60,7 @@
 #include "page/page.h"
 #include "test.h"
 #include "unit/unit_helpers.h"
+#include "unit/page/zone_holder.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -146,33 +147,6 @@ static void worker_start(struct worker *w, bool stop)
 	w->page = NULL;
 	atomic_store(&w->done, false);
 	REQUIRE(pthread_create(&w->t, NULL, alloc_main, w) == 0);
-}
-
-static atomic_int holder_state; /* 0 start, 1 holds the zone lock, 2 told to let go */
-
-static void *holder_main(void *arg)
-{
-	(void)arg;
-	pc_lock_acquire(&zone->lock);
-	atomic_store(&holder_state, 1);
-	while (atomic_load(&holder_state) != 2)
-		sched_yield();
-	pc_lock_release(&zone->lock);
-	return NULL;
-}
-
-static void hold_zone(pthread_t *holder)
-{
-	atomic_store(&holder_state, 0);
-	REQUIRE(pthread_create(holder, NULL, holder_main, NULL) == 0);
-	while (atomic_load(&holder_state) != 1)
-		sched_yield();
-}
-
-static void release_zone(pthread_t holder)
-{
-	atomic_store(&holder_state, 2);
-	pthread_join(holder, NULL);
 }
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -336,8 +310,9 @@ TEST(decay_drops_pcp_lock)
 	pcp->high = 40; /* a pass takes it to 35: 5 pages to drain */
 	pc_spin_stat_unlock(&pcp->lock);
 	reset_flags();
-	pthread_t holder, releaser;
-	hold_zone(&holder);
+	struct zone_holder holder;
+	pthread_t releaser;
+	zone_hold(&holder, zone);
 	atomic_store(&pc_lock_contended_hook, lock_hook);
 	alarm(60);
 	REQUIRE(pthread_create(&releaser, NULL, release_main, NULL) == 0);
@@ -349,7 +324,7 @@ TEST(decay_drops_pcp_lock)
 	CHECK(free_lock); /* the pcp lock is not held across the wait */
 	if (free_lock)
 		pc_spin_stat_unlock(&pcp->lock);
-	release_zone(holder);
+	zone_let_go(&holder);
 	pthread_join(releaser, NULL);
 	alarm(0);
 	atomic_store(&pc_lock_contended_hook, NULL);

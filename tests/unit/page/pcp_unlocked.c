@@ -39,6 +39,7 @@
 #include "page/page.h"
 #include "test.h"
 #include "unit/unit_helpers.h"
+#include "unit/page/zone_holder.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -50,7 +51,6 @@
 static struct pc_zone *zone;
 static struct pc_pcp *pcp;
 static char *pages[NPAGES];
-static atomic_int holder_state; /* 0 start, 1 holds the zone lock, 2 told to let go */
 static atomic_bool worker_done;
 
 static void on_alarm(int sig)
@@ -61,17 +61,6 @@ static void on_alarm(int sig)
 	ssize_t r = write(2, msg, sizeof(msg) - 1);
 	(void)r;
 	_exit(2);
-}
-
-static void *holder_main(void *arg)
-{
-	(void)arg;
-	pc_lock_acquire(&zone->lock);
-	atomic_store(&holder_state, 1);
-	while (atomic_load(&holder_state) != 2)
-		sched_yield();
-	pc_lock_release(&zone->lock);
-	return NULL;
 }
 
 static void *free_worker(void *arg)
@@ -102,13 +91,10 @@ static uint64_t pcp_read(const uint64_t *field)
 	return v;
 }
 
-static void hold_zone(pthread_t *holder)
+static void hold_zone(struct zone_holder *holder)
 {
-	atomic_store(&holder_state, 0);
 	atomic_store(&worker_done, false);
-	REQUIRE(pthread_create(holder, NULL, holder_main, NULL) == 0);
-	while (atomic_load(&holder_state) != 1)
-		sched_yield();
+	zone_hold(holder, zone);
 }
 
 /*
@@ -136,7 +122,8 @@ static bool drain_attempt(void)
 	pc_page_drain_all();
 	uint64_t drains0 = pcp_read(&pcp->drains);
 	uint64_t busy0 = atomic_load(&zone->stats.pcp_busy);
-	pthread_t holder, worker;
+	struct zone_holder holder;
+	pthread_t worker;
 	hold_zone(&holder);
 	REQUIRE(pthread_create(&worker, NULL, free_worker, NULL) == 0);
 	alarm(60);
@@ -151,8 +138,7 @@ static bool drain_attempt(void)
 			CHECK(pcp_read(&pcp->drains) >= drains0 + 1);
 	}
 	alarm(0);
-	atomic_store(&holder_state, 2);
-	pthread_join(holder, NULL);
+	zone_let_go(&holder);
 	pthread_join(worker, NULL);
 	CHECK(atomic_load(&worker_done));
 	pc_spin_stat_lock(&pcp->lock);
@@ -177,7 +163,8 @@ static bool refill_attempt(void)
 	pc_page_drain_all(); /* the order-0 list is empty: the next allocation refills */
 	uint64_t hits0 = atomic_load(&zone->stats.pcp_hits);
 	uint64_t busy0 = atomic_load(&zone->stats.pcp_busy);
-	pthread_t holder, worker;
+	struct zone_holder holder;
+	pthread_t worker;
 	hold_zone(&holder);
 	REQUIRE(pthread_create(&worker, NULL, alloc_worker, NULL) == 0);
 	alarm(60);
@@ -193,8 +180,7 @@ static bool refill_attempt(void)
 		CHECK(!atomic_load(&worker_done));
 	}
 	alarm(0);
-	atomic_store(&holder_state, 2);
-	pthread_join(holder, NULL);
+	zone_let_go(&holder);
 	pthread_join(worker, NULL);
 	CHECK(pages[0] != NULL);
 	if (seen)
