@@ -368,6 +368,26 @@ static void *fork_main(void *arg)
 	return NULL;
 }
 
+/* A worker is stopped in the hook with its batch in flight: fork from
+ * another thread. prefork waits for the batch (holding every pcp lock): let
+ * the worker go on once it does. Without that wait the fork is done first,
+ * the batch still out. Then: the child exited 0, the fork waited, and the
+ * hook stopped once. Ends the alarm the caller set. */
+static void fork_beside(pthread_t worker)
+{
+	pthread_t forker;
+	REQUIRE(pthread_create(&forker, NULL, fork_main, NULL) == 0);
+	while (!atomic_load(&fork_waits) && !atomic_load(&forked))
+		sched_yield();
+	atomic_store(&go, true);
+	pthread_join(forker, NULL);
+	pthread_join(worker, NULL);
+	alarm(0);
+	CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
+	CHECK(atomic_load(&fork_waits));
+	CHECK_EQ(atomic_load(&hook_stops), 1);
+}
+
 TEST(fork_waits_in_flight)
 {
 	empty_list_full_refill();
@@ -376,22 +396,10 @@ TEST(fork_waits_in_flight)
 	reset_flags();
 	atomic_store(&forked, false);
 	struct worker a;
-	pthread_t forker;
 	alarm(60);
 	worker_start(&a, true);
 	wait_for(&in_hook); /* 64 pages in flight */
-	REQUIRE(pthread_create(&forker, NULL, fork_main, NULL) == 0);
-	/* prefork waits for the batch (holding every pcp lock): let it go on.
-	 * Without that wait the fork is done first, the batch still out. */
-	while (!atomic_load(&fork_waits) && !atomic_load(&forked))
-		sched_yield();
-	atomic_store(&go, true);
-	pthread_join(forker, NULL);
-	pthread_join(a.t, NULL);
-	alarm(0);
-	CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
-	CHECK(atomic_load(&fork_waits));
-	CHECK_EQ(atomic_load(&hook_stops), 1);
+	fork_beside(a.t);
 	REQUIRE(a.page != NULL);
 	pc_free_pages(a.page, 0);
 	CHECK(pc_page_check());
@@ -416,20 +424,10 @@ TEST(fork_waits_release)
 	atomic_store(&forked, false);
 	struct worker r = { .page = NULL };
 	atomic_store(&r.done, false);
-	pthread_t forker;
 	alarm(60);
 	REQUIRE(pthread_create(&r.t, NULL, release_held_main, &r) == 0);
 	wait_for(&in_hook); /* a batch of dirty blocks off the lists */
-	REQUIRE(pthread_create(&forker, NULL, fork_main, NULL) == 0);
-	while (!atomic_load(&fork_waits) && !atomic_load(&forked))
-		sched_yield();
-	atomic_store(&go, true);
-	pthread_join(forker, NULL);
-	pthread_join(r.t, NULL);
-	alarm(0);
-	CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
-	CHECK(atomic_load(&fork_waits));
-	CHECK_EQ(atomic_load(&hook_stops), 1);
+	fork_beside(r.t);
 	CHECK_EQ(zone_read(&zone->dirty_pages), 128 - 32); /* one batch, then the fork */
 	for (int i = 1; i < 256; i += 2)
 		pc_free_pages(pages[i], 0);
@@ -459,20 +457,10 @@ TEST(fork_waits_run_release)
 	atomic_store(&forked, false);
 	struct worker r = { .page = NULL };
 	atomic_store(&r.done, false);
-	pthread_t forker;
 	alarm(60);
 	REQUIRE(pthread_create(&r.t, NULL, run_release_held_main, &r) == 0);
 	wait_for(&in_hook); /* dirty free runs off their bins */
-	REQUIRE(pthread_create(&forker, NULL, fork_main, NULL) == 0);
-	while (!atomic_load(&fork_waits) && !atomic_load(&forked))
-		sched_yield();
-	atomic_store(&go, true);
-	pthread_join(forker, NULL);
-	pthread_join(r.t, NULL);
-	alarm(0);
-	CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
-	CHECK(atomic_load(&fork_waits));
-	CHECK_EQ(atomic_load(&hook_stops), 1);
+	fork_beside(r.t);
 	CHECK_EQ(zone_read(&zone->run_dirty_pages), 0);
 	pc_free_run(b, 100);
 	CHECK(pc_page_check());
