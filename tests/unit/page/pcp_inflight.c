@@ -388,6 +388,22 @@ static void fork_beside(pthread_t worker)
 	CHECK_EQ(atomic_load(&hook_stops), 1);
 }
 
+/* A pass (main, in a worker) stops in the hook with its batch off the
+ * lists; fork beside it (fork_beside). free0 is what the zone holds now. */
+static void fork_beside_pass(void *(*main)(void *))
+{
+	free0 = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
+	handed_out = 0;
+	reset_flags();
+	atomic_store(&forked, false);
+	struct worker r = { .page = NULL };
+	atomic_store(&r.done, false);
+	alarm(60);
+	REQUIRE(pthread_create(&r.t, NULL, main, &r) == 0);
+	wait_for(&in_hook);
+	fork_beside(r.t); /* joins r's thread */
+}
+
 TEST(fork_waits_in_flight)
 {
 	empty_list_full_refill();
@@ -418,16 +434,7 @@ TEST(fork_waits_release)
 		pc_free_pages(pages[i], 0);
 	pc_page_drain_all(); /* dirty in the zone */
 	REQUIRE(zone_read(&zone->dirty_pages) == 128);
-	free0 = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
-	handed_out = 0;
-	reset_flags();
-	atomic_store(&forked, false);
-	struct worker r = { .page = NULL };
-	atomic_store(&r.done, false);
-	alarm(60);
-	REQUIRE(pthread_create(&r.t, NULL, release_held_main, &r) == 0);
-	wait_for(&in_hook); /* a batch of dirty blocks off the lists */
-	fork_beside(r.t);
+	fork_beside_pass(release_held_main); /* a batch of dirty blocks off the lists */
 	CHECK_EQ(zone_read(&zone->dirty_pages), 128 - 32); /* one batch, then the fork */
 	for (int i = 1; i < 256; i += 2)
 		pc_free_pages(pages[i], 0);
@@ -451,16 +458,7 @@ TEST(fork_waits_run_release)
 	pc_free_run(a, 100); /* a dirty free run beside b */
 	REQUIRE(zone_read(&zone->run_dirty_pages) >= 100);
 	pc_page_drain_all();
-	free0 = zone_read(&zone->free_pages) + zone_read(&zone->run_free_pages);
-	handed_out = 0;
-	reset_flags();
-	atomic_store(&forked, false);
-	struct worker r = { .page = NULL };
-	atomic_store(&r.done, false);
-	alarm(60);
-	REQUIRE(pthread_create(&r.t, NULL, run_release_held_main, &r) == 0);
-	wait_for(&in_hook); /* dirty free runs off their bins */
-	fork_beside(r.t);
+	fork_beside_pass(run_release_held_main); /* dirty free runs off their bins */
 	CHECK_EQ(zone_read(&zone->run_dirty_pages), 0);
 	pc_free_run(b, 100);
 	CHECK(pc_page_check());
