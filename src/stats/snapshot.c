@@ -127,6 +127,7 @@ static void collect_cache(struct pc_cache *c, void *arg)
 	r->cpu_partial = info.cpu_partial;
 	r->sheaf_capacity = info.sheaf_capacity;
 	r->sheaf_objects = (uint64_t)PC_MAX(info.sheaf_objects, 0L);
+	r->barn_limit = info.barn_limit;
 	memcpy(r->slub, info.stats, sizeof(r->slub));
 	char name[48];
 	snprintf(name, sizeof(name), "%.31s/list_lock", info.name);
@@ -239,6 +240,7 @@ static void collect_totals(struct pc_stats_snapshot *s)
 	t->mapped = (managed << PC_PAGE_SHIFT) + huge + cached;
 	t->active = (used_pages << PC_PAGE_SHIFT) + huge;
 	t->medium_cached = medium;
+	t->barn_charged = pc_slab_barn_charged();
 	t->allocated = small + (large_pages << PC_PAGE_SHIFT) - PC_MIN(medium, large_pages << PC_PAGE_SHIFT) +
 		       (huge - huge_n * PC_PAGE_SIZE);
 	t->resident = t->mapped - (PC_MIN(free - PC_MIN(free, dirty), managed) << PC_PAGE_SHIFT) -

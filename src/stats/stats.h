@@ -40,6 +40,7 @@
 	X(huge_bytes)     /* bytes mapped for them, header pages included */    \
 	X(huge_cached)    /* freed huge mappings kept (mapped; part resident) */\
 	X(medium_cached)  /* free medium blocks on malloc's per-CPU stacks */   \
+	X(barn_charged)   /* bytes of raised barn bounds (<= slub.barn_max_kb) */\
 	X(thread_ns)      /* thread time since statistics went on (wait share) */
 
 /* Per cache: the slabinfo 2.1 columns first, then the rest. */
@@ -58,7 +59,8 @@
 	X(min_partial)    /* empty slabs a node keeps */                         \
 	X(cpu_partial)    /* partial slabs a CPU keeps */                        \
 	X(sheaf_capacity) /* objects per new sheaf; 0 = sheaves off */           \
-	X(sheaf_objects)  /* free objects in sheaves and barns (not active) */
+	X(sheaf_objects)  /* free objects in sheaves and barns (not active) */  \
+	X(barn_limit)     /* full sheaves a barn may hold now (most over nodes) */
 
 /* Per lock row (a zone lock, a zone's pcp locks, a cache's list_lock or barn
  * lock, or a whole class):

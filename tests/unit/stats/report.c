@@ -17,6 +17,8 @@
  *    columns;
  *  - the totals by name; a freed huge block kept for reuse shows in
  *    huge_cached (and mapped) until pc_trim;
+ *  - a barn's raised bound (barn_limit) and the process's charge for it
+ *    (barn_charged) by name, as the slab layer counts them;
  *  - reports taken while other threads allocate and free (TSan checks the
  *    snapshot's reads).
  * Links every layer but the C library's names (pcmalloc_prefixed).
@@ -248,6 +250,50 @@ TEST(totals_and_api)
 	CHECK(strncmp(report, "<malloc version=\"1\">", 20) == 0);
 }
 
+/* The barn's bound that follows demand (slab/barn.c, "The bound") by name:
+ * rounds of "allocate 400, free them all" on a cache of 4-object sheaves
+ * whose barns keep 2 full ones make the barn refuse full sheaves and then
+ * miss, which raises its bound within slub.barn_max_kb; the statistics give
+ * the slab layer's own bound and charge. No decay pass runs (a release delay
+ * no test outlives), so the raise stays until the destroy gives it back. */
+TEST(barn_bound_by_name)
+{
+	long delay = 0, cap = 0, base = 0, budget = 0;
+	CHECK_EQ(pcmalloc_ctl_get("vm.release_delay_ms", &delay), 0);
+	CHECK_EQ(pcmalloc_ctl_get("slub.sheaf_capacity", &cap), 0);
+	CHECK_EQ(pcmalloc_ctl_get("slub.barn_sheaves", &base), 0);
+	CHECK_EQ(pcmalloc_ctl_get("slub.barn_max_kb", &budget), 0);
+	CHECK_EQ(pcmalloc_ctl_set("vm.release_delay_ms", 1L << 30), 0);
+	CHECK_EQ(pcmalloc_ctl_set("slub.sheaf_capacity", 4), 0);
+	CHECK_EQ(pcmalloc_ctl_set("slub.barn_sheaves", 2), 0);
+	CHECK_EQ(pcmalloc_ctl_set("slub.barn_max_kb", 1024), 0);
+	struct pc_cache *c = pc_cache_create("probe-barn", 64, 0, NULL);
+	REQUIRE(c != NULL);
+	static void *objs[400];
+	struct pc_cache_info info;
+	for (int round = 0; round < 8; round++) {
+		for (int i = 0; i < 400; i++)
+			REQUIRE((objs[i] = pc_cache_alloc(c)) != NULL);
+		for (int i = 0; i < 400; i++)
+			pc_cache_free(c, objs[i]);
+	}
+	pc_cache_info(c, &info);
+	REQUIRE(info.barn_limit > 2); /* raised: what the names must show */
+	long v = -1;
+	CHECK_EQ(pcmalloc_ctl_get("stats.cache.probe-barn.barn_limit", &v), 0);
+	CHECK_EQ(v, (long)info.barn_limit);
+	CHECK_EQ(pcmalloc_ctl_get("stats.barn_charged", &v), 0);
+	CHECK(v > 0);
+	CHECK_EQ(v, (long)pc_slab_barn_charged());
+	CHECK_EQ(pc_cache_destroy(c), 0);
+	CHECK_EQ(pcmalloc_ctl_get("stats.barn_charged", &v), 0);
+	CHECK_EQ(v, 0); /* the destroy gave its charge back */
+	CHECK_EQ(pcmalloc_ctl_set("slub.barn_max_kb", budget), 0);
+	CHECK_EQ(pcmalloc_ctl_set("slub.barn_sheaves", base), 0);
+	CHECK_EQ(pcmalloc_ctl_set("slub.sheaf_capacity", cap), 0);
+	CHECK_EQ(pcmalloc_ctl_set("vm.release_delay_ms", delay), 0);
+}
+
 /* ---- reports while other threads allocate ---------------------------------------- */
 static _Atomic bool churn_stop;
 
@@ -291,6 +337,7 @@ int main(void)
 	RUN(forced_contention);
 	RUN(funclatency_buckets_sum_to_count);
 	RUN(totals_and_api);
+	RUN(barn_bound_by_name);
 	RUN(reports_under_churn);
 	return test_report();
 }
