@@ -34,6 +34,7 @@
 #include "page/check.c"
 #include "page/lend.c"
 #include "page/unmap.c"
+#include "page/reentry.c"
 #include "slab/cache.c"
 #include "slab/slab_alloc.c"
 #include "slab/slab_free.c"

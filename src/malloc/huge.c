@@ -108,9 +108,11 @@ static struct pc_huge_header *map_new(size_t data, size_t align, bool thp_ok)
  * which the page allocator then unmaps (pc_page_unmap_free), and the cached
  * huge mappings go too. Only then is a free range of a region lent (its
  * region then stays mapped while the block lives). NULL if all fails. A
- * signal handler that interrupted a slab or medium slow path skips the
- * medium flush, the drain and the unmapping, which block on locks its thread may hold (as malloc_aligned
- * skips its reclaim).
+ * signal handler that interrupted a slab or medium slow path or the page
+ * allocator (pc_slab_reentered, medium_reentered) skips the medium flush,
+ * the drain and the unmapping, which block on locks its thread may hold (as
+ * malloc_aligned skips its reclaim); the page allocator refuses it a lent
+ * range then too, so only a fresh mapping or a cached one serves it.
  */
 static PC_NOINLINE struct pc_huge_header *map_refused(size_t data, size_t align, bool *fresh)
 {

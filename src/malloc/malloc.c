@@ -73,6 +73,7 @@ void *malloc_aligned(size_t align, size_t size)
 			errno = ENOMEM;
 	}
 	pc_page_release_thread_poll(); /* no lock held here */
+	pc_slab_reentry_drain(); /* what a signal handler freed meanwhile (malloc.h) */
 	return p;
 }
 
@@ -141,6 +142,7 @@ PC_NOINLINE void free_slow(void *p)
 	else if (kind != BLOCK_HUGE || !huge_free(p))
 		bad_pointer("free", p);
 	pc_page_release_thread_poll(); /* no lock held here */
+	pc_slab_reentry_drain(); /* what a signal handler freed meanwhile (malloc.h) */
 	errno = saved;
 }
 
@@ -298,6 +300,8 @@ int pc_posix_memalign(void **memptr, size_t align, size_t size)
 size_t pc_trim(void)
 {
 	if (pc_load_acquire(&pc_malloc_ready) != 2) /* pairs with pc_once */
+		return 0;
+	if (pc_slab_reentered() || medium_reentered()) /* a signal handler inside our locks */
 		return 0;
 	pc_vg_enter(); /* flushing slabs writes free pointers into free objects */
 	pc_slab_reclaim();

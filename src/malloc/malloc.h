@@ -31,7 +31,22 @@
  *
  * Locks: none of its own on the fast paths (huge blocks keep relaxed atomic
  * counters; medium.c has a spinlock per CPU for its slow paths and
- * flushes); the layers below do the locking. Start-up: pc_malloc_init() starts the page allocator once, and
+ * flushes); the layers below do the locking.
+ *
+ * Re-entry: a signal handler may call the API while its thread is inside
+ * the allocator. Each layer below counts its locked slow paths in a
+ * per-thread depth (slab.h sheaf_depth, page.h pc_page_depth) and so does
+ * medium.c (pc_medium_depth); pc_slab_reentered() and medium_reentered()
+ * say whether any of them is raised. A handler that finds one raised takes
+ * no allocator lock: what the lock-free caches hold serves it (sheaves, the
+ * CPU slab's freelist, the medium cache, the huge cache, a fresh mapping),
+ * anything else fails with ENOMEM, without the out-of-memory retry; its
+ * frees wait on the layers' per-thread lists for the interrupted call (the
+ * slab's list also for this layer's slow paths: pc_slab_reentry_drain at
+ * the end of malloc_aligned and free_slow); malloc_trim returns 0.
+ * docs/reliability.md, "Signal handlers that allocate", has the details.
+ *
+ * Start-up: pc_malloc_init() starts the page allocator once, and
  * each size class's cache is made at the first allocation of the class, both
  * with no call to malloc (all metadata comes from the OS layer), so it is
  * safe from the first malloc of the process, in constructors and in threads.
@@ -138,7 +153,9 @@ void medium_decay_tick(void);
 /* Medium slow paths that hold a medium lock (a CPU's, the decay lock, the
  * thread registry's) count themselves in pc_medium_depth: a signal handler
  * that interrupted one of its thread's must take none of them (no flush, no
- * decay, no out-of-memory reclaim: its allocation fails with ENOMEM). */
+ * decay, no out-of-memory reclaim: its allocation fails with ENOMEM). The
+ * same for one that interrupted the page allocator (pc_page_reentered): a
+ * medium lock nests outside the page locks its thread may hold. */
 extern __thread unsigned char pc_medium_depth PC_MEDIUM_TLS PC_HIDDEN;
 PC_INLINE void medium_enter(void)
 {
@@ -152,7 +169,7 @@ PC_INLINE void medium_leave(void)
 }
 PC_INLINE bool medium_reentered(void)
 {
-	return pc_medium_depth != 0;
+	return pc_medium_depth != 0 || pc_page_reentered();
 }
 PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p);
 /* "medium_thread.c": the same without rseq (thread mode): per-thread arrays

@@ -148,7 +148,8 @@ PC_NOINLINE void medium_thread_free_slow(void *p, unsigned pages)
 	bool pushed = false;
 	if (medium_thread_on && pages <= pc_load_relaxed(&pc_medium_thread_budget)) {
 		if (!t)
-			pushed = !medium_thread_done && medium_thread_join() && medium_thread_push(p, pages);
+			pushed = !medium_thread_done && !medium_reentered() && medium_thread_join() &&
+				 medium_thread_push(p, pages);
 		else /* if the budget, not the class, was full */
 			pushed = evict_and_push(t, p, pages);
 	}

@@ -95,7 +95,7 @@ static bool lend_carve_locked(struct pc_zone *z, struct pc_region *r, size_t sta
 	return fresh;
 }
 
-void *pc_page_lend(size_t pages, bool *fresh)
+void *page_lend(size_t pages, bool *fresh)
 {
 	if (pages == 0 || pages > PC_REGION_PAGES || !pc_page_try_init())
 		return NULL;
@@ -125,7 +125,7 @@ void *pc_page_lend(size_t pages, bool *fresh)
 	return NULL;
 }
 
-void pc_page_unlend(void *p, size_t pages)
+void page_unlend(void *p, size_t pages)
 {
 	struct pc_page *pg = pc_page_of(p);
 	if (pc_unlikely(!pg || pc_pg_state_acquire(pg) != PC_PG_LENT || pg->aux != pages))

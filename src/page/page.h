@@ -116,6 +116,22 @@
  *               concurrent misses map one region, not one each; the mmap
  *               itself runs with zone->lock not held.
  *
+ * Re-entry (reentry.c): a signal handler may call malloc and free while its
+ * thread is inside the page allocator, holding a zone, pcp or grow lock or
+ * with a batch in flight. Every entry point above that may take a page lock
+ * counts itself in this thread's pc_page_depth (a TLS byte, slow paths only),
+ * and a call that finds it raised takes no lock at all: an allocation
+ * returns NULL with errno ENOMEM (pc_run_grow false, pc_page_lend NULL); a
+ * free (pc_free_pages, pc_free_run, pc_page_unlend, pc_run_shrink's tail)
+ * goes on a per-thread list, linked through the block, that the interrupted
+ * call frees on its way out (the depth back at 0, no page lock held); trim,
+ * drains, unmapping and release passes do nothing. The layers above read
+ * the depth with pc_page_reentered() and keep such a handler off their own
+ * locks too, since each of them nests outside the page locks (another
+ * thread may hold one while it waits for the zone lock this one holds).
+ * Not supported: fork() or thread exit from a handler that interrupted the
+ * allocator (prefork would wait for the locks its own thread holds).
+ *
  * Invariants (checked by pc_page_check()):
  *   - a page has state PC_PG_BUDDY iff it heads a free block of its zone that
  *     is on free_area[order]; the block is 2^order pages, aligned to its size;
@@ -431,6 +447,20 @@ void pc_run_shrink(void *p, size_t pages, size_t to);
  */
 void *pc_page_lend(size_t pages, bool *fresh);
 void pc_page_unlend(void *p, size_t pages);
+/* Re-entry (top of the file): whether this thread is inside the page
+ * allocator, so that this call comes from a signal handler that interrupted
+ * it. One TLS load. The counters say how many re-entered calls were
+ * refused (allocations, maintenance), deferred (frees) and how many
+ * deferred frees were done since (relaxed, for tests and statistics). */
+extern __thread unsigned char pc_page_depth __attribute__((tls_model("initial-exec"))) PC_HIDDEN;
+PC_INLINE bool pc_page_reentered(void)
+{
+	return pc_page_depth != 0;
+}
+struct pc_page_reentry_counts {
+	uint64_t refused, deferred, drained;
+};
+void pc_page_reentry_counts(struct pc_page_reentry_counts *out);
 /* Drain every per-CPU list and return all free memory to the OS, then unmap
  * the regions that may be (pc_page_unmap_free). Returns the bytes released. */
 size_t pc_page_trim(void);
@@ -518,6 +548,11 @@ enum pc_page_test_point {
 				      flight (once per look at it) */
 	PC_PAGE_TEST_RELEASE_TAKEN, /* zone_release_until, zone_run_release_due: a batch off
 				       the lists, before its madvise, no lock held */
+	PC_PAGE_TEST_ZONE_LOCKED, /* an allocation from the zone (zone_alloc_req), a pcp
+				     refill's batch taken from it (refill_take), a run
+				     freed to it (pc_free_run): the zone lock held */
+	PC_PAGE_TEST_PCP_LOCKED,  /* an allocation or a page free through a pcp
+				     (zone_take, pc_free_pages): the pcp lock held */
 };
 extern void (*_Atomic pc_page_test_hook)(enum pc_page_test_point at);
 PC_INLINE void pc_page_test_point(enum pc_page_test_point at)
@@ -569,6 +604,23 @@ PC_INLINE void *pc_page_address(const struct pc_page *pg)
 }
 
 /* ---- layer-private: shared between the files of src/page/ ------------------ */
+/* The entry points' work, without the re-entry check (reentry.c wraps each
+ * pc_ name around its page_ one): page_alloc.c, lend.c, unmap.c, release.c.
+ * Page code calls these, never the pc_ names of maintenance, which a call
+ * from inside the layer would find re-entered. */
+void *page_alloc_pages(unsigned order);
+void *page_alloc_pages_node(unsigned order, unsigned node);
+void *page_alloc_run_aligned(size_t pages, size_t align_pages);
+void page_free_pages(void *p, unsigned order);
+void page_free_run(void *p, size_t pages);
+bool page_run_grow(void *p, size_t pages, size_t to);
+void page_run_shrink(void *p, size_t pages, size_t to);
+void *page_lend(size_t pages, bool *fresh);
+void page_unlend(void *p, size_t pages);
+size_t page_trim(void);
+void page_drain_all(void);
+size_t page_unmap_free(void);
+size_t page_release_due(void);
 /* The checkers (check.c, run.c): report a broken invariant and fail. */
 #define PC_PAGE_CHECK(cond, ...)                 \
 	do {                                     \

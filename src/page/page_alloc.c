@@ -44,6 +44,7 @@ static struct pc_page *zone_alloc_req_locked(struct pc_zone *z, const struct pag
 static struct pc_page *zone_alloc_req(struct pc_zone *z, const struct page_req *rq)
 {
 	pc_lock_acquire(&z->lock);
+	pc_page_test_point(PC_PAGE_TEST_ZONE_LOCKED);
 	struct pc_page *pg = zone_alloc_req_locked(z, rq);
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
@@ -64,6 +65,7 @@ static struct pc_page *zone_take(struct pc_zone *z, unsigned cpu, const struct p
 	if (req_pcp(rq)) {
 		struct pc_pcp *pcp = &z->pcp[cpu];
 		if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
+			pc_page_test_point(PC_PAGE_TEST_PCP_LOCKED);
 			unsigned run = (unsigned)rq->pages;
 			unsigned order = run ? pc_log2(run) : rq->order;
 			struct pc_page *pg = pcp_take(pcp, order, run);
@@ -120,7 +122,7 @@ static struct pc_page *take_elsewhere(struct pc_zone *skip, unsigned node, bool 
 /* Last resort before failing: drain every pcp, then try every zone. */
 static struct pc_page *take_after_drain(const struct page_req *rq)
 {
-	pc_page_drain_all();
+	page_drain_all();
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_page *pg = zone_alloc_req(pc_zone_get(i), rq);
 		if (pg)
@@ -187,7 +189,7 @@ static void *alloc_on(struct pc_zone *z, unsigned cpu, const struct page_req *rq
 	return pc_page_address(pg);
 }
 
-void *pc_alloc_pages(unsigned order)
+void *page_alloc_pages(unsigned order)
 {
 	if (pc_unlikely(order > PC_MAX_ORDER || !pc_page_try_init())) {
 		errno = ENOMEM;
@@ -198,7 +200,7 @@ void *pc_alloc_pages(unsigned order)
 	return alloc_on(pc_zone_preferred(cpu), cpu, &rq);
 }
 
-void *pc_alloc_run_aligned(size_t pages, size_t align_pages)
+void *page_alloc_run_aligned(size_t pages, size_t align_pages)
 {
 	if (pc_unlikely(pages == 0 || pages > PC_RUN_MAX_PAGES || !pc_is_pow2(align_pages) ||
 			align_pages > PC_RUN_MAX_PAGES || !pc_page_try_init())) {
@@ -210,12 +212,7 @@ void *pc_alloc_run_aligned(size_t pages, size_t align_pages)
 	return alloc_on(pc_zone_preferred(cpu), cpu, &rq);
 }
 
-void *pc_alloc_run(size_t pages)
-{
-	return pc_alloc_run_aligned(pages, 1);
-}
-
-void *pc_alloc_pages_node(unsigned order, unsigned node)
+void *page_alloc_pages_node(unsigned order, unsigned node)
 {
 	if (pc_unlikely(order > PC_MAX_ORDER || !pc_page_try_init())) {
 		errno = ENOMEM;
@@ -264,7 +261,7 @@ static PC_COLD void bad_free(const void *p, unsigned order, const char *why)
 	pc_fatal("pc_free_pages(%p, order %u): %s", p, order, why);
 }
 
-void pc_free_pages(void *p, unsigned order)
+void page_free_pages(void *p, unsigned order)
 {
 	struct pc_page *pg = pc_page_of(p);
 	if (pc_unlikely(!pg || order > PC_MAX_ORDER ||
@@ -279,6 +276,7 @@ void pc_free_pages(void *p, unsigned order)
 	if (order <= PC_PCP_MAX_ORDER) {
 		struct pc_pcp *pcp = &z->pcp[os_cpu_current()];
 		if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
+			pc_page_test_point(PC_PAGE_TEST_PCP_LOCKED);
 			struct pcp_batch b;
 			bool drained = pcp_free(pcp, pg, order, &b);
 			pc_spin_stat_unlock(&pcp->lock);
@@ -302,7 +300,7 @@ static bool run_head_live(const struct pc_page *pg)
 	return st != PC_PG_RUN && st != PC_PG_RUN_END && st != PC_PG_PCP && st != PC_PG_BUDDY;
 }
 
-void pc_free_run(void *p, size_t pages)
+void page_free_run(void *p, size_t pages)
 {
 	struct pc_page *pg = pc_page_of(p);
 	if (pc_unlikely(!pg || pages == 0 || pages > PC_RUN_MAX_PAGES ||
@@ -326,13 +324,14 @@ void pc_free_run(void *p, size_t pages)
 			pc_add_relaxed(&z->stats.pcp_busy, 1);
 	}
 	pc_lock_acquire(&z->lock);
+	pc_page_test_point(PC_PAGE_TEST_ZONE_LOCKED);
 	zone_run_free_locked(z, pg, pages);
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
 	zone_maybe_release(z);
 }
 
-bool pc_run_grow(void *p, size_t pages, size_t to)
+bool page_run_grow(void *p, size_t pages, size_t to)
 {
 	if (to <= pages || to > PC_RUN_MAX_PAGES)
 		return to == pages;
@@ -344,7 +343,7 @@ bool pc_run_grow(void *p, size_t pages, size_t to)
 	return ok;
 }
 
-void pc_run_shrink(void *p, size_t pages, size_t to)
+void page_run_shrink(void *p, size_t pages, size_t to)
 {
 	pc_assert(to >= 1 && to <= pages);
 	if (to == pages)
@@ -358,7 +357,7 @@ void pc_run_shrink(void *p, size_t pages, size_t to)
 	zone_maybe_release(z);
 }
 
-void pc_page_drain_all(void)
+void page_drain_all(void)
 {
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
@@ -372,12 +371,12 @@ void pc_page_drain_all(void)
 	}
 }
 
-size_t pc_page_trim(void)
+size_t page_trim(void)
 {
 	size_t released = 0;
 	if (!pc_page_try_init())
 		return 0;
-	pc_page_drain_all();
+	page_drain_all();
 	for (unsigned i = 0; i < pc_zone_count(); i++) {
 		struct pc_zone *z = pc_zone_get(i);
 		released += zone_release(z, 0);
@@ -386,7 +385,7 @@ size_t pc_page_trim(void)
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
 	}
-	pc_page_unmap_free(); /* the regions wholly free now, if they may be */
+	page_unmap_free(); /* the regions wholly free now, if they may be */
 	pc_page_check_at("after trim");
 	return released;
 }

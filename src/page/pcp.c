@@ -230,6 +230,7 @@ static void pcp_note_refill(struct pc_zone *z, struct pc_pcp *pcp, uint32_t page
 static void refill_take(struct pc_zone *z, struct pcp_refill *r)
 {
 	pc_lock_acquire(&z->lock);
+	pc_page_test_point(PC_PAGE_TEST_ZONE_LOCKED);
 	for (; r->got < r->want; r->got++) {
 		struct pc_page *pg = r->run ? zone_run_alloc_locked(z, r->run, 1)
 					    : zone_alloc_block_locked(z, r->order, true);

@@ -262,7 +262,7 @@ void zone_maybe_release(struct pc_zone *z)
 	zone_release_pass(z, now, timed);
 }
 
-size_t pc_page_release_due(void)
+size_t page_release_due(void)
 {
 	size_t released = 0;
 	if (!pc_page_try_init())

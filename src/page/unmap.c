@@ -157,7 +157,7 @@ struct pc_region *zone_spare_region(struct pc_zone *z)
 	return r;
 }
 
-size_t pc_page_unmap_free(void)
+size_t page_unmap_free(void)
 {
 	size_t unmapped = 0;
 	if (!pc_page_try_init())

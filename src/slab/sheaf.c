@@ -10,7 +10,7 @@
  * before the cache is published, read by exiting threads and flushers);
  * and per thread: pc_thread_sheaves[] (an entry may be detached by a
  * flusher of another thread, see sheaf_thread.c), pc_thread_sheaf_busy
- * (read by flushers), sheaf_depth, sheaf_deferred, sheaf_thread_done.
+ * (read by flushers), sheaf_depth, pc_sheaf_deferred, sheaf_thread_done.
  */
 #include "slab.h"
 
@@ -31,8 +31,9 @@ static unsigned thread_next = 1; /* under slab_mutex */
 /* > 0 while this thread runs a sheaf slow path or flush: a signal handler
  * that allocates then must not take the locks it may hold. */
 static __thread unsigned sheaf_depth PC_TLS;
-/* Objects freed by such a handler, chained through their free pointer. */
-static __thread void *_Atomic sheaf_deferred PC_TLS;
+/* Objects freed by such a handler (or by one that interrupted the page
+ * allocator: pc_page_reentered), chained through their free pointer. */
+__thread void *_Atomic pc_sheaf_deferred PC_TLS;
 /* Thread mode: this thread's exit handler ran; no new sheaves for it. */
 static __thread bool sheaf_thread_done PC_TLS;
 
@@ -110,7 +111,7 @@ static void stat_here(struct pc_cache *s, enum pc_slab_stat item)
 /* ---- re-entry from signal handlers -------------------------------------------------- */
 bool pc_slab_reentered(void)
 {
-	return sheaf_depth != 0;
+	return sheaf_depth != 0 || pc_page_reentered();
 }
 
 void sheaf_enter(void)
@@ -123,7 +124,7 @@ static PC_NOINLINE void drain_deferred(void)
 {
 	/* An exchange, so that a handler's push cannot be lost between our load
 	 * and store (same thread: the order needs no fence beyond this). */
-	void *list = pc_xchg_acquire(&sheaf_deferred, NULL);
+	void *list = pc_xchg_acquire(&pc_sheaf_deferred, NULL);
 	while (list) {
 		struct pc_page *slab = pc_slab_of(list);
 		struct pc_cache *s = slab->owner;
@@ -136,8 +137,21 @@ static PC_NOINLINE void drain_deferred(void)
 void sheaf_leave(void)
 {
 	atomic_signal_fence(memory_order_seq_cst); /* after every lock is released */
-	if (--sheaf_depth == 0 && pc_unlikely(pc_load_relaxed(&sheaf_deferred) != NULL))
+	if (--sheaf_depth == 0 && pc_unlikely(pc_load_relaxed(&pc_sheaf_deferred) != NULL))
 		drain_deferred();
+}
+
+/* Objects deferred by a handler that interrupted the page allocator outside
+ * any sheaf slow path: freed by the next sheaf slow path of this thread, or
+ * here, from the malloc layer's slow paths (pc_slab_reentry_drain) and
+ * thread exit, once neither depth is raised. */
+void pc_slab_drain_deferred(void)
+{
+	if (sheaf_depth == 0 && !pc_page_reentered()) {
+		int saved = errno; /* a caller's ENOMEM stays */
+		drain_deferred();
+		errno = saved;
+	}
 }
 
 /* A handler interrupted this thread's slow path: no lock may be taken. The
@@ -163,10 +177,10 @@ static PC_NOINLINE void *reentrant_alloc(struct pc_cache *s)
 static PC_NOINLINE void reentrant_free(struct pc_cache *s, void *obj)
 {
 	stat_here(s, PC_SLAB_STAT_sheaf_reentrant);
-	void *head = pc_load_relaxed(&sheaf_deferred);
+	void *head = pc_load_relaxed(&pc_sheaf_deferred);
 	do /* a compare-and-swap: a nested handler may push meanwhile */
 		slab_set_next(s, obj, head);
-	while (!pc_cas_weak_relaxed(&sheaf_deferred, &head, obj));
+	while (!pc_cas_weak_relaxed(&pc_sheaf_deferred, &head, obj));
 }
 
 /* ---- bypass: straight to the slabs ---------------------------------------------------- */
@@ -385,6 +399,7 @@ static void thread_free(struct pc_cache *s, struct pc_page *slab, void *obj)
  * go to the barns. */
 void sheaf_thread_exit(void)
 {
+	pc_slab_reentry_drain(); /* while its sheaves still take frees */
 	sheaf_thread_done = true;
 	if (sheaf_mode != PC_SHEAF_MODE_THREAD)
 		return;
@@ -402,7 +417,7 @@ void sheaf_thread_exit(void)
 /* ---- the slow paths --------------------------------------------------------------------- */
 void *sheaf_alloc_slow(struct pc_cache *s)
 {
-	if (pc_unlikely(sheaf_depth != 0))
+	if (pc_unlikely(sheaf_depth != 0 || pc_page_reentered()))
 		return reentrant_alloc(s);
 	if (pc_unlikely(s->debug)) /* no sheaves: checked under list_lock */
 		return slab_debug_alloc(s);
@@ -419,7 +434,7 @@ void *sheaf_alloc_slow(struct pc_cache *s)
 
 void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
-	if (pc_unlikely(sheaf_depth != 0)) {
+	if (pc_unlikely(sheaf_depth != 0 || pc_page_reentered())) {
 		reentrant_free(s, obj);
 		return;
 	}

@@ -112,6 +112,11 @@
  *   sheaf slow path (sheaf_depth > 0) takes no lock: its allocation tries
  *   the lock-free slab fast path and may fail with ENOMEM, its free is put
  *   on a per-thread list that the interrupted slow path frees on its way out.
+ *   The same while its thread is inside the page allocator
+ *   (pc_page_reentered, page.h: it may hold a zone or pcp lock, which every
+ *   slab lock nests outside); the list is then freed by the thread's next
+ *   sheaf slow path, by the malloc layer's slow paths
+ *   (pc_slab_reentry_drain) or at thread exit.
  *   Constructors: sheaves store pointers only, never touch the objects, so
  *   a cache with a constructor keeps SLUB's semantics (constructed once).
  *
@@ -596,9 +601,22 @@ void pc_slab_reclaim(void);
  * held. */
 unsigned long pc_slab_decay(void);
 unsigned long pc_slab_decay_pass(void);
-/* True while the calling thread is inside a sheaf slow path or flush: code
- * that runs then (a signal handler) must take no allocator lock. */
+/* True while the calling thread is inside a sheaf slow path or flush, or
+ * inside the page allocator (pc_page_reentered): code that runs then (a
+ * signal handler) must take no allocator lock. */
 bool pc_slab_reentered(void);
+/* Objects a handler freed while its thread was inside the page allocator
+ * but in no sheaf slow path wait on this thread's deferred list (sheaf.c)
+ * for its next sheaf slow path; callers that hold no allocator lock (the
+ * malloc layer's slow paths) free them sooner with this. One TLS load when
+ * there are none. */
+extern __thread void *_Atomic pc_sheaf_deferred __attribute__((tls_model("initial-exec"))) PC_HIDDEN;
+void pc_slab_drain_deferred(void);
+PC_INLINE void pc_slab_reentry_drain(void)
+{
+	if (pc_unlikely(pc_load_relaxed(&pc_sheaf_deferred) != NULL))
+		pc_slab_drain_deferred();
+}
 /* The sheaf fast path in use (enum pc_sheaf_mode); starts the slab layer. */
 int pc_sheaf_mode(void);
 
