@@ -220,7 +220,13 @@ struct pc_page {
 	struct pc_list list;   /* free list, pcp list, or slab partial list */
 	_Alignas(16) unsigned __int128 slab_word;
 	void *owner;           /* slab: its cache */
-	struct pc_page *head;  /* PC_PG_TAIL: the slab's head page */
+	union {
+		struct pc_page *head;  /* PC_PG_TAIL: the slab's head page */
+		struct {               /* PC_PG_SLAB: free's slot test (slab.h, */
+			uint32_t slot_inverse; /* pc_slab_slot_index), the owner's */
+			uint32_t slot_objects;
+		};
+	};
 	_Atomic uint8_t state; /* enum pc_page_state: use pc_pg_state/_set_state */
 	_Atomic uint8_t order; /* valid for heads: use pc_pg_order/_set_order */
 	uint8_t mem;           /* heads of free blocks, free runs and pcp entries:
@@ -228,7 +234,10 @@ struct pc_page {
 	uint8_t flags;         /* owner's */
 	uint32_t aux;          /* owner's; RUN, RUN_END and PCP heads: length in pages;
 				  slab heads: the slab's size in bytes - 1 */
-	uint64_t freed_ns;     /* PC_PG_BUDDY + DIRTY: page-clock time it was freed */
+	union {
+		uint64_t freed_ns; /* PC_PG_BUDDY + DIRTY: page-clock time it was freed */
+		uint32_t slot_shift; /* PC_PG_SLAB: free's slot test, the owner's */
+	};
 } PC_CACHE_ALIGNED;
 
 /*

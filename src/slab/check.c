@@ -70,6 +70,13 @@ static long check_slab(struct walk *w, struct pc_page *slab)
 	unsigned objects = PC_SLAB_OBJECTS(cnt);
 	int role = cpu_role(s, slab, &c);
 
+	/* Free's slot test reads the head descriptor, not the cache. */
+	if (slab->slot_objects != objects || slab->slot_shift != s->slot_shift ||
+	    slab->slot_inverse != (uint32_t)s->slot_inverse)
+		FAIL("cache %s: slab %p's slot test fields (%u objects, shift %u, inverse %#x) "
+		     "disagree with its cache (%u, %u, %#x)", s->name, (void *)slab,
+		     slab->slot_objects, slab->slot_shift, slab->slot_inverse, objects,
+		     s->slot_shift, (uint32_t)s->slot_inverse);
 	for (unsigned i = 0; i < objects; i++)
 		w->seen[i] = 0;
 	long on_slab = walk_chain(w, slab, fl);

@@ -5,7 +5,11 @@
  * from the page allocator, cut into `objects` slots. The descriptor of a
  * slab is the struct pc_page of its first page (state PC_PG_SLAB); the other
  * pages are PC_PG_TAIL and point to it, so the slab of any object is found in
- * O(1) from the page allocator's region table.
+ * O(1) from the page allocator's region table. The head descriptor also
+ * holds what free's slot test needs (aux = the slab's bytes - 1,
+ * slot_inverse, slot_shift, slot_objects: pc_slab_slot_index), written
+ * once by slab_new: slot_objects equals the slab word's object count and
+ * the other two are the cache's, for the slab's whole life.
  *
  * ---- The life of a slab -------------------------------------------------
  *   new ──> CPU slab ──(no free object left)──> full ──(a free)──> CPU partial
@@ -396,13 +400,14 @@ typedef struct pc_sheaf *pc_sheaf_entry;
  *             it to clear.
  *   entries   the main sheaf per cache (index s->tindex).
  * rseq mode uses neither, only (see sheaf_free_slots):
- *   last_obj, last_cache  the object this thread's last malloc fast path
- *             returned, and its cache. */
+ *   last_obj, last_slots  the object this thread's last malloc fast path
+ *             returned, and its cache's per-CPU slots (PC_SHEAF_SLOTS: one
+ *             address per cache, so equal slots mean the same cache). */
 struct pc_thread_sheaf_state {
 	unsigned char busy;
 	pc_sheaf_entry entries[PC_THREAD_SHEAVES];
 	void *last_obj;
-	struct pc_cache *last_cache;
+	void *last_slots;
 };
 extern __thread struct pc_thread_sheaf_state pc_thread_sheaf
 	__attribute__((tls_model("initial-exec")));
@@ -698,33 +703,44 @@ PC_INLINE struct pc_page *pc_slab_of(const void *p)
 	return pc_pg_state(pg) == PC_PG_SLAB ? pg : NULL;
 }
 
-_Static_assert((PC_PAGE_SIZE << PC_MAX_ORDER) - 1 <= UINT32_MAX, "a slab's mask fits aux");
+_Static_assert((PC_PAGE_SIZE << PC_MAX_ORDER) <= ((uint64_t)1 << 31),
+	       "a slab's mask fits aux, and pc_slab_slot_index may work modulo 2^32");
 /*
  * The number of the slot that starts at p, or a number >= the slab's object
  * count when p starts none of its slots (it points inside one, or into the
  * slack after the last). p must lie in slab, which is 2^order pages aligned
  * to its size, so p's offset in it is a mask. No division (this runs on the
- * free fast path): with size = 2^shift * odd, offset * odd^-1 (mod 2^64)
+ * free fast path): with size = 2^shift * odd, offset * odd^-1 (mod 2^32)
  * rotated right by shift is offset / size when size divides offset; when it
- * does not, either bits below shift rotate to the top, or the product is
- * above 2^(64 - shift) / odd (Granlund and Montgomery's exact-division
- * test), and either way far above any object count (< 2^24).
+ * does not, either bits below shift rotate to the top (a number >=
+ * 2^(32 - shift)), or the product's low 32 - shift bits are above
+ * (2^(32 - shift) - 1) / odd (Granlund and Montgomery's exact-division test
+ * modulo 2^(32 - shift)); either way above the object count, which is at
+ * most 2^(31 - shift) / odd (a slab is at most 2^31 bytes: the assertion
+ * above), so tests/unit/slab/slots.c's exhaustive check holds for every
+ * slot size.
+ *
+ * Every input is in the slab's head page descriptor (aux, slot_inverse,
+ * slot_shift, slot_objects: written by slab_new from the cache and the slab
+ * word; pc_cache_check checks them), so free's test waits for one
+ * descriptor load, not for the owner cache's fields behind it, and takes
+ * seven instructions (mask, multiply, shift count, rotate, compare with the
+ * count in memory, branch) where the 64-bit form from the cache and the
+ * slab word took ten.
  */
-PC_INLINE uint64_t pc_slab_slot_index(const struct pc_cache *s, const struct pc_page *slab,
-				      const void *p)
+PC_INLINE uint32_t pc_slab_slot_index(const struct pc_page *slab, const void *p)
 {
-	/* aux of a slab's head page: its size in bytes - 1 (new_slab), the
-	 * mask of p's offset, in one load. */
-	uint64_t x = (uint64_t)((uintptr_t)p & slab->aux) * s->slot_inverse;
-	unsigned r = s->slot_shift;
-	return (x >> r) | (x << ((64 - r) & 63));
+	uint32_t x = ((uint32_t)(uintptr_t)p & slab->aux) * slab->slot_inverse;
+	unsigned r = slab->slot_shift;
+	return (x >> r) | (x << ((32 - r) & 31));
 }
 
 /* Whether p is the start of a slot (free or in use) of slab, a slab of s. */
 PC_INLINE bool pc_slab_is_slot(const struct pc_cache *s, struct pc_page *slab, const void *p)
 {
-	uint64_t counters = pc_load_relaxed(&slab_word(slab)->word); /* objects never change */
-	return pc_slab_slot_index(s, slab, p) < PC_SLAB_OBJECTS(counters);
+	pc_assert_internal(slab->owner == s);
+	(void)s;
+	return pc_slab_slot_index(slab, p) < slab->slot_objects;
 }
 
 /* "sheaf.c": report a double free of obj (an object of s) and abort
@@ -872,9 +888,10 @@ PC_INLINE void *pc_cache_alloc_inline(struct pc_cache *s)
 PC_INLINE void *pc_cache_alloc_try(struct pc_cache *s)
 {
 	if (pc_likely(s->slots != NULL)) {
-		void *obj = os_rseq_pop(PC_SHEAF_SLOTS(s));
+		void *slots = PC_SHEAF_SLOTS(s);
+		void *obj = os_rseq_pop(slots);
 		PC_OWN_STORE(pc_thread_sheaf.last_obj, obj); /* for free (sheaf_free_slots) */
-		PC_OWN_STORE(pc_thread_sheaf.last_cache, s);
+		PC_OWN_STORE(pc_thread_sheaf.last_slots, slots);
 		return obj;
 	}
 	return thread_sheaf_pop(s);
@@ -938,33 +955,36 @@ twice:
 
 /*
  * The slots that free's rseq push of obj, an object of s, uses: when obj is
- * the object this thread's last malloc returned and s that malloc's cache,
- * that malloc's cache, else s: the same address either way, but not from
- * the same value. s comes from obj's page descriptor, two dependent loads
- * after obj (region table, descriptor), and obj from the pop before. In a
- * malloc-then-free loop the push's loads and stores would wait for that
- * chain, and the next pop's load of the sheaf's count for that push's
- * store address: each pair a chain of dependent loads. The tests here are
- * branches (asm goto: never a conditional move), so while they are
- * predicted the push uses malloc's cache pointer, which came from its size
- * table, and the chain is gone (docs/sheaves.md: 9.6 -> 5.3 ns CPU time per
- * pair in one run). A free of an object other than the last one malloc returned (the
- * common case in random workloads) fails the first test, which is then
- * predicted too; no guess that is right by chance (the same cache as the
- * last malloc's: one in a dozen in a larson run) mispredicts.
+ * the object this thread's last malloc returned and s that malloc's cache
+ * (its slots, PC_SHEAF_SLOTS, are s's), the slots malloc used, else s's:
+ * the same address either way, but not from the same value. s comes from
+ * obj's page descriptor, two dependent loads after obj (region table,
+ * descriptor), and obj from the pop before. In a malloc-then-free loop the
+ * push's loads and stores would wait for that chain, and the next pop's
+ * load of the sheaf's count for that push's store address: each pair a
+ * chain of dependent loads. The tests here are branches (asm goto: never a
+ * conditional move), so while they are predicted the push uses the slots
+ * malloc computed from its size table, and the chain is gone
+ * (docs/sheaves.md: 9.6 -> 5.3 ns CPU time per pair in one run). A free of
+ * an object other than the last one malloc returned (the common case in
+ * random workloads) fails the first test, which is then predicted too, and
+ * goes on with s's slots, computed once for the compare and the push; no
+ * guess that is right by chance (the same cache as the last malloc's: one
+ * in a dozen in a larson run) mispredicts.
  */
 PC_INLINE void *sheaf_free_slots(struct pc_cache *s, void *obj)
 {
-	struct pc_cache *guess = PC_OWN_LOAD(pc_thread_sheaf.last_cache);
+	void *slots = PC_SHEAF_SLOTS(s);
+	void *guess = PC_OWN_LOAD(pc_thread_sheaf.last_slots);
 	__asm__ volatile goto("cmpq %0, %1\n\t"
 		     "jne %l[other]\n\t"
 		     "cmpq %2, %3\n\t"
 		     "jne %l[other]"
-		     : : "r"(PC_OWN_LOAD(pc_thread_sheaf.last_obj)), "r"(obj), "r"(guess), "r"(s)
+		     : : "r"(PC_OWN_LOAD(pc_thread_sheaf.last_obj)), "r"(obj), "r"(guess), "r"(slots)
 		     : "cc" : other);
-	return PC_SHEAF_SLOTS(guess);
+	return guess;
 other:
-	return PC_SHEAF_SLOTS(s);
+	return slots;
 }
 
 /*

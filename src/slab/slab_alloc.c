@@ -130,6 +130,9 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain)
 		return NULL;
 	struct pc_page *slab = pc_page_of_owned(mem);
 	slab->aux = (uint32_t)((PC_PAGE_SIZE << order) - 1); /* pc_slab_slot_index's mask */
+	slab->slot_inverse = (uint32_t)s->slot_inverse; /* odd^-1 mod 2^32: the low half */
+	slab->slot_shift = s->slot_shift;
+	slab->slot_objects = objects;
 	pc_pg_set_state(slab, PC_PG_SLAB); /* release: after aux */
 	pc_pg_set_order(slab, order);
 	slab->owner = s;

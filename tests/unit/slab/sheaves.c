@@ -146,7 +146,7 @@ TEST(flush_other_cpu)
 	CHECK_EQ(pc_cache_destroy(remote_cache), 0);
 }
 
-/* Free obj (of s) with free's guess set to (last_obj, last_cache); then the
+/* Free obj (of s) with free's guess set to (last_obj, last_cache's slots); then the
  * next allocation from s on this CPU must be obj (LIFO) and other's sheaf
  * must not have grown. */
 static void free_with_guess(struct pc_cache *s, struct pc_cache *other, void *obj,
@@ -155,7 +155,7 @@ static void free_with_guess(struct pc_cache *s, struct pc_cache *other, void *ob
 	long other_before = sheaf_objects(other);
 	long s_before = sheaf_objects(s);
 	pc_thread_sheaf.last_obj = last_obj;
-	pc_thread_sheaf.last_cache = last_cache;
+	pc_thread_sheaf.last_slots = last_cache ? PC_SHEAF_SLOTS(last_cache) : NULL;
 	pc_cache_free(s, obj);
 	CHECK_EQ(sheaf_objects(s), s_before + 1);
 	CHECK_EQ(sheaf_objects(other), other_before);

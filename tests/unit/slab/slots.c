@@ -5,7 +5,10 @@
  * alignments), at every byte of a whole slab it must say yes exactly at the
  * slot starts below objects * size, and no inside a slot and in the slack
  * after the last one. The exact-division trick has no rounding to get wrong
- * only if this holds everywhere, so the test is exhaustive per slab.
+ * only if this holds everywhere, so the test is exhaustive per slab. The
+ * test reads its inputs from the slab's head descriptor (written by
+ * slab_new), and works modulo 2^32: the sizes include the shapes where a
+ * 32-bit product could go wrong if the bound on slab sizes did not hold.
  */
 #include "test.h"
 
@@ -32,6 +35,12 @@ static void check_cache(size_t size, size_t align, bool with_ctor)
 				off, !expect);
 	}
 	CHECK_EQ(wrong, 0);
+	/* The inputs of the test in the descriptor (the walker checks them
+	 * against the cache and the slab word too). */
+	CHECK_EQ(slab->slot_objects, objects);
+	CHECK_EQ(slab->slot_shift, s->slot_shift);
+	CHECK_EQ(slab->slot_inverse, (uint32_t)s->slot_inverse);
+	CHECK_EQ(pc_cache_check(s), 1);
 	pc_cache_free(s, obj);
 	CHECK_EQ(pc_cache_destroy(s), 0);
 }
