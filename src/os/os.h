@@ -156,6 +156,12 @@ bool os_rseq_setup(void);
  *     no mapping lies that low), since with count < 2 the comparisons read
  *     the link word and the word of capacity and count, which is then the
  *     capacity alone (capacity comes first for this reason).
+ *   unsigned os_rseq_pop_many(void *base, void **out, unsigned want): move
+ *     up to want objects from the top of the current CPU's stack to out[],
+ *     in order; how many (0 if empty or not registered).
+ *   unsigned os_rseq_push_many(void *base, void *const *in, unsigned want):
+ *     push in[0..k) (k: the most of want that fits), no double-free test;
+ *     how many (0 if full or not registered). Both for slow paths.
  *   bool os_rseq_slot_cas(void *base, unsigned cpu, void *old, void *new):
  *     on CPU cpu only: if slot cpu holds old, store new; true if stored,
  *     false if the caller runs elsewhere or the slot changed.

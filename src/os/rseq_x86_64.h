@@ -16,9 +16,10 @@
  * A section reads the CPU number (rseq cpu_id: negative when this thread is
  * not registered, which fails the call), the slot's stack, and commits with
  * exactly one store, its last instruction. Every jump inside a section goes
- * forward to a label of the same section or out of it for good (a failure
- * exit that commits nothing): code outside [start, end) is never run between
- * a section's reads and its commit, where a preemption would go unseen.
+ * to a label of the same section (forward, or back within a copy loop) or
+ * out of it for good (a failure exit that commits nothing): code outside
+ * [start, end) is never run between a section's reads and its commit, where
+ * a preemption would go unseen.
  *
  * Each inlined copy of a sequence has labels of its own (%= numbers the asm
  * statement), its own struct rseq_cs descriptor (section __rseq_cs, which
@@ -157,6 +158,92 @@ twice:
 	/* Left without a commit, so what we read was one consistent state of
 	 * this CPU's stack: obj was in it, free, at that instant. */
 	return -1;
+}
+
+/* Move up to `want` objects from the top of the current CPU's stack to
+ * out[0..k), in their order (out[k - 1] was the top), and return k: 0 when
+ * the stack is empty or the thread is not registered. For slow paths (a
+ * sheaf slow path moves half of a full main sheaf into its spare). The copy
+ * loop runs inside the section: an abort anywhere in it starts the copy over
+ * (out is the caller's private memory: a partial copy is harmless), and
+ * only the count store commits. */
+static inline __attribute__((always_inline)) unsigned os_rseq_pop_many(void *base, void **out,
+								       unsigned want)
+{
+	uintptr_t cpu, stack, n, k, i, tmp;
+	__asm__ volatile goto(
+		OS_RSEQ_STACK_ENTER("none")
+		"movl 4(%[stack]), %k[n]\n\t"           /* n = count */
+		"movl %k[want], %k[k]\n\t"
+		"cmpl %k[n], %k[k]\n\t"
+		"cmoval %k[n], %k[k]\n\t"               /* k = min(want, n) */
+		"testl %k[k], %k[k]\n\t"                /* empty: nothing to move */
+		"jz %l[none]\n\t"
+		"subl %k[k], %k[n]\n\t"                 /* n = the new count */
+		"leaq 16(%[stack],%[n],8), %[cpu]\n\t"  /* &objects[n] (cpu's register reused) */
+		"xorl %k[i], %k[i]\n"
+		"1:\n\t"
+		"movq (%[cpu],%[i],8), %[tmp]\n\t"      /* out[i] = objects[n + i] */
+		"movq %[tmp], (%[out],%[i],8)\n\t"
+		"addq $1, %[i]\n\t"
+		"cmpq %[k], %[i]\n\t"
+		"jb 1b\n\t"                             /* back: still inside the section */
+		"movl %k[n], 4(%[stack])\n"             /* commit: count = n */
+		".Lend%=:\n\t"
+		OS_RSEQ_SECTION_TAIL
+		: [cpu] "=&r"(cpu), [stack] "=&r"(stack), [n] "=&r"(n), [k] "=&r"(k),
+		  [i] "=&r"(i), [tmp] "=&r"(tmp)
+		: [base] "r"(base), [out] "r"(out), [want] "r"((uintptr_t)want),
+		  [off] "r"(os_rseq_offset)
+		: "memory", "cc"
+		: none);
+	return (unsigned)k;
+none:
+	return 0;
+}
+
+/* Push in[0..k) onto the current CPU's stack (in[k - 1] ends on top), k the
+ * most of `want` that fits, and return k: 0 when the stack is full or the
+ * thread is not registered. No double-free test: for slow paths that move
+ * objects that were on a sheaf already (a spare's into an empty main). The
+ * copy writes above the stack's top, harmless if aborted (as the push's
+ * store); only the count store commits. */
+static inline __attribute__((always_inline)) unsigned os_rseq_push_many(void *base,
+									void *const *in,
+									unsigned want)
+{
+	uintptr_t cpu, stack, n, k, i, tmp;
+	__asm__ volatile goto(
+		OS_RSEQ_STACK_ENTER("none")
+		"movl 4(%[stack]), %k[n]\n\t"           /* n = count */
+		"movl (%[stack]), %k[k]\n\t"            /* capacity */
+		"subl %k[n], %k[k]\n\t"                 /* k = capacity - n: the room */
+		"jbe %l[none]\n\t"                      /* no room */
+		"cmpl %k[want], %k[k]\n\t"
+		"cmoval %k[want], %k[k]\n\t"            /* k = min(room, want) */
+		"testl %k[k], %k[k]\n\t"                /* want == 0 */
+		"jz %l[none]\n\t"
+		"leaq 16(%[stack],%[n],8), %[cpu]\n\t"  /* &objects[n] (cpu's register reused) */
+		"xorl %k[i], %k[i]\n"
+		"1:\n\t"
+		"movq (%[in],%[i],8), %[tmp]\n\t"       /* objects[n + i] = in[i] */
+		"movq %[tmp], (%[cpu],%[i],8)\n\t"
+		"addq $1, %[i]\n\t"
+		"cmpq %[k], %[i]\n\t"
+		"jb 1b\n\t"                             /* back: still inside the section */
+		"addl %k[k], %k[n]\n\t"                 /* n + k */
+		"movl %k[n], 4(%[stack])\n"             /* commit: count = n + k */
+		".Lend%=:\n\t"
+		OS_RSEQ_SECTION_TAIL
+		: [cpu] "=&r"(cpu), [stack] "=&r"(stack), [n] "=&r"(n), [k] "=&r"(k),
+		  [i] "=&r"(i), [tmp] "=&r"(tmp)
+		: [base] "r"(base), [in] "r"(in), [want] "r"((uintptr_t)want),
+		  [off] "r"(os_rseq_offset)
+		: "memory", "cc"
+		: none);
+	return (unsigned)k;
+none:
+	return 0;
 }
 
 /* On CPU cpu only: if slot cpu holds old_stack, store new_stack; true if

@@ -15,6 +15,7 @@
 #include "slab.h"
 
 #include <errno.h>
+#include <string.h>
 
 #define PC_TLS __attribute__((tls_model("initial-exec")))
 
@@ -233,6 +234,62 @@ static struct pc_sheaf *empty_sheaf(struct pc_cache *s, struct pc_sheaf_slot *sl
 	return sh ? sh : sheaf_new(s, cap);
 }
 
+/*
+ * Main and spare share their objects instead of trading places. A whole-sheaf
+ * swap leaves main at the opposite end (full after an empty one, empty after
+ * a full one), so a program whose number of live objects of a class wavers
+ * around that point (larson: thousands of swaps per class and second, one
+ * slow path every 60 operations of the class) pays a slow path at each
+ * turn. Instead, with slot->lock held:
+ *   move_from_spare  main empty, spare not: half a sheaf of the spare's top
+ *                    objects pushed onto the current CPU's main (one rseq
+ *                    section, os_rseq_push_many), then the pop;
+ *   move_to_spare    main full, spare with room: half a sheaf of main's top
+ *                    objects moved into the spare (os_rseq_pop_many), then
+ *                    the push (checked as the fast path's).
+ * Either leaves main half full, so the next slow path is half a sheaf of
+ * net allocations or frees away. Both work on the CPU the caller runs on,
+ * which may no longer be the locked slot's: the objects only move between
+ * sheaves of the cache, and the spare is the locked slot's. When the rseq
+ * step finds nothing to do (main is pc_sheaf_none, or the caller moved to a
+ * CPU whose main is not empty / not full) they return NULL / 0 and the
+ * caller trades sheaves as before.
+ */
+static unsigned move_batch(unsigned cap)
+{
+	return cap / 2 ? cap / 2 : 1;
+}
+
+static void *move_from_spare(struct pc_cache *s, struct pc_sheaf *spare, unsigned cap)
+{
+	unsigned k = PC_MIN(spare->count, move_batch(cap));
+	if (k == 0)
+		return NULL;
+	void **from = &spare->objects[spare->count - k];
+	unsigned moved = os_rseq_push_many(s->slots, from, k);
+	if (moved == 0)
+		return NULL;
+	/* the first `moved` of from[] went: close the gap */
+	memmove(from, from + moved, (k - moved) * sizeof(void *));
+	spare->count -= moved;
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_move);
+	return os_rseq_pop(s->slots);
+}
+
+/* 1 pushed, 0 not (trade sheaves), -1 obj is free already (double free). */
+static int move_to_spare(struct pc_cache *s, struct pc_sheaf *spare, unsigned cap, void *obj)
+{
+	if (spare->capacity != cap || spare->count >= cap)
+		return 0;
+	unsigned k = PC_MIN(cap - spare->count, move_batch(cap));
+	unsigned moved = os_rseq_pop_many(s->slots, &spare->objects[spare->count], k);
+	if (moved == 0)
+		return 0;
+	spare->count += moved;
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_move);
+	return os_rseq_push(s->slots, obj);
+}
+
 static void *cpu_alloc(struct pc_cache *s)
 {
 	unsigned cap = capacity_of(s);
@@ -244,6 +301,10 @@ static void *cpu_alloc(struct pc_cache *s)
 	void *obj = NULL;
 	pc_spin_lock(&slot->lock);
 	test_hook(s);
+	if (slot->spare && (obj = move_from_spare(s, slot->spare, cap)) != NULL) {
+		pc_spin_unlock(&slot->lock);
+		return obj;
+	}
 	struct pc_sheaf *main = pc_load_relaxed(&slot->main), *fresh = slot->spare;
 	if (fresh && fresh->count > 0) {
 		slot->spare = NULL;
@@ -275,6 +336,13 @@ static void cpu_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 	unsigned node = pc_cpu_node((unsigned)cpu);
 	pc_spin_lock(&slot->lock);
 	test_hook(s);
+	int moved = slot->spare ? move_to_spare(s, slot->spare, cap, obj) : 0;
+	if (moved != 0) {
+		pc_spin_unlock(&slot->lock);
+		if (pc_unlikely(moved < 0))
+			pc_slab_double_free(s, obj);
+		return;
+	}
 	struct pc_sheaf *main = pc_load_relaxed(&slot->main), *fresh = slot->spare;
 	if (fresh && fresh->count < fresh->capacity && fresh->capacity == cap) {
 		slot->spare = NULL;

@@ -255,6 +255,7 @@
 	X(cmpxchg_cpu_fail)    /* fast path compare-and-swap retried */        \
 	X(cmpxchg_slab_fail)   /* slab word compare-and-swap retried */        \
 	X(sheaf_swap)          /* main sheaf replaced by the spare */          \
+	X(sheaf_move)          /* half a sheaf moved between main and spare */ \
 	X(sheaf_refill)        /* sheaf filled from the slabs */              \
 	X(sheaf_flush)         /* sheaf emptied into the slabs */             \
 	X(barn_get)            /* sheaf taken from the barn */                 \

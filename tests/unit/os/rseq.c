@@ -1,6 +1,7 @@
 /*
  * tests/unit/os/rseq.c - the inline restartable sequences (os/rseq_x86_64.h):
- * what push, pop, slot_cas and stack_resize return, and each one's abort path, forced
+ * what push, pop, pop_many, push_many, slot_cas and stack_resize return, and
+ * each one's abort path (the moves' also in the middle of their copy), forced
  * deterministically: the memory a section reads is made inaccessible, so the
  * section faults between its start and its commit. The kernel then aborts
  * the section before it delivers SIGSEGV (the handler's saved instruction
@@ -137,6 +138,80 @@ TEST(push_abort_retries)
 	free(slots);
 }
 
+TEST(move_many_results)
+{
+	void *slots = slots_new();
+	void *mem = NULL;
+	REQUIRE(posix_memalign(&mem, 64, sizeof(struct os_rseq_stack) + CAP * sizeof(void *)) == 0);
+	struct os_rseq_stack *st = stack_at(mem);
+	slots_point_to(slots, st);
+	int a, b, c, d, e;
+	void *in[] = { &a, &b, &c, &d, &e }, *out[CAP + 1] = { NULL };
+	CHECK_EQ(os_rseq_pop_many(slots, out, 3), 0);     /* empty */
+	CHECK_EQ(os_rseq_push_many(slots, in, 0), 0);     /* nothing asked */
+	CHECK_EQ(os_rseq_push_many(slots, in, 3), 3);     /* a b c */
+	CHECK_EQ(st->count, 3);
+	CHECK_EQ(os_rseq_push_many(slots, in + 3, 2), 1); /* room for d only */
+	CHECK_EQ(st->count, CAP);
+	CHECK(st->objects[3] == &d);
+	CHECK_EQ(os_rseq_push_many(slots, in + 4, 1), 0); /* full */
+	CHECK_EQ(os_rseq_pop_many(slots, out, 0), 0);     /* nothing asked */
+	CHECK_EQ(os_rseq_pop_many(slots, out, 2), 2);     /* the top two, in order */
+	CHECK(out[0] == &c && out[1] == &d);
+	CHECK_EQ(st->count, 2);
+	CHECK_EQ(os_rseq_pop_many(slots, out, 5), 2);     /* all that is left */
+	CHECK(out[0] == &a && out[1] == &b);
+	CHECK_EQ(st->count, 0);
+	CHECK(os_rseq_pop(slots) == NULL);
+	st->capacity = 0;                                 /* the capacity-0 stack: */
+	CHECK_EQ(os_rseq_push_many(slots, in, 1), 0);     /* always full */
+	free(mem);
+	free(slots);
+}
+
+TEST(move_many_abort_retries)
+{
+	/* The stack elsewhere, the buffer on the page: each section faults in
+	 * the middle of its copy loop, after its first reads. */
+	void *slots = slots_new();
+	void *mem = NULL;
+	REQUIRE(posix_memalign(&mem, 64, sizeof(struct os_rseq_stack) + CAP * sizeof(void *)) == 0);
+	struct os_rseq_stack *st = stack_at(mem);
+	slots_point_to(slots, st);
+	int a, b, c;
+	void **buf = (void **)(void *)page;
+	buf[0] = &a, buf[1] = &b, buf[2] = &c;
+	arm_fault(); /* push_many faults reading in[0] */
+	CHECK_EQ(os_rseq_push_many(slots, buf, 3), 3);
+	CHECK_EQ(faults, 1);
+	CHECK_EQ(at_abort, 1);
+	CHECK_EQ(st->count, 3);
+	CHECK(st->objects[0] == &a && st->objects[1] == &b && st->objects[2] == &c);
+	buf[0] = buf[1] = NULL;
+	arm_fault(); /* pop_many faults writing out[0] */
+	CHECK_EQ(os_rseq_pop_many(slots, buf, 2), 2);
+	CHECK_EQ(faults, 1);
+	CHECK_EQ(at_abort, 1);
+	CHECK_EQ(st->count, 1); /* committed once */
+	CHECK(buf[0] == &b && buf[1] == &c);
+	/* The stack on the page: the fault on reading count (before any copy). */
+	struct os_rseq_stack *pst = stack_at(page);
+	slots_point_to(slots, pst);
+	void *in[] = { &a, &b };
+	arm_fault();
+	CHECK_EQ(os_rseq_push_many(slots, in, 2), 2);
+	CHECK_EQ(at_abort, 1);
+	CHECK_EQ(pst->count, 2);
+	void *out[2] = { NULL, NULL };
+	arm_fault();
+	CHECK_EQ(os_rseq_pop_many(slots, out, 2), 2);
+	CHECK_EQ(at_abort, 1);
+	CHECK(out[0] == &a && out[1] == &b);
+	CHECK_EQ(pst->count, 0);
+	free(mem);
+	free(slots);
+}
+
 TEST(slot_cas_abort_retries)
 {
 	/* The slots themselves on the page: the section faults reading the slot. */
@@ -246,6 +321,8 @@ int main(void)
 	RUN(push_pop_results);
 	RUN(pop_abort_retries);
 	RUN(push_abort_retries);
+	RUN(move_many_results);
+	RUN(move_many_abort_retries);
 	RUN(slot_cas_abort_retries);
 	RUN(stack_resize_results);
 	RUN(stack_resize_abort_retries);

@@ -34,6 +34,9 @@
  *    returned, but another cache named), the free still goes to the
  *    object's own cache's sheaf, and the other cache's sheaf is untouched;
  *    forced right, the same.
+ *  - rseq: main and spare share objects at main's slow paths (half a sheaf
+ *    moves, main is left half full, no whole-sheaf trade), LIFO kept and
+ *    every object accounted for.
  *
  * PC_TEST_LABELS: tsan
  */
@@ -184,6 +187,65 @@ TEST(free_guess_checked)
 	CHECK_EQ(pc_cache_check(b), 0);
 	CHECK_EQ(pc_cache_destroy(a), 0);
 	CHECK_EQ(pc_cache_destroy(b), 0);
+}
+
+static uint32_t main_count(struct pc_cache *s, unsigned cpu)
+{
+	return pc_load_relaxed(&s->slots[cpu].main)->count;
+}
+
+/* rseq: a main sheaf that runs empty (full) while the spare has objects
+ * (room) takes (gives) half a sheaf from (to) the spare instead of trading
+ * places with it, so main is left half full (sheaf.c, move_from_spare /
+ * move_to_spare), not at the other end; every object stays accounted for. */
+TEST(main_and_spare_share)
+{
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || !pin_cpu(0)) {
+		fprintf(stderr, "  needs rseq and CPU 0: skipped\n");
+		return;
+	}
+	enum { CAP = 16, N = 3 * CAP };
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, CAP);
+	struct pc_cache *s = pc_cache_create("sheaf-share", 64, 0, NULL);
+	REQUIRE(s);
+	void *v[N];
+	for (int i = 0; i < N; i++)
+		REQUIRE((v[i] = pc_cache_alloc(s)) != NULL);
+	pc_cache_shrink(s); /* no sheaf on any CPU now */
+	REQUIRE(s->slots[0].spare == NULL);
+	/* CAP + 1 frees: main fills, then a fresh main takes the last one and
+	 * the full one becomes the spare (no spare to share with yet). */
+	for (int i = 0; i <= CAP; i++)
+		pc_cache_free(s, v[i]);
+	CHECK_EQ(main_count(s, 0), 1);
+	REQUIRE(s->slots[0].spare != NULL);
+	CHECK_EQ(s->slots[0].spare->count, CAP);
+	uint64_t moves = stat_of(s, PC_SLAB_STAT_sheaf_move);
+	uint64_t swaps = stat_of(s, PC_SLAB_STAT_sheaf_swap);
+	/* Main runs empty: half the spare comes over, the pop takes one. */
+	CHECK(pc_cache_alloc(s) == v[CAP]);
+	CHECK(pc_cache_alloc(s) == v[CAP - 1]); /* the spare's top, now main's */
+	CHECK_EQ(main_count(s, 0), CAP / 2 - 1);
+	CHECK_EQ(s->slots[0].spare->count, CAP / 2);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_sheaf_move), moves + 1);
+	/* Main runs full: half of it goes to the spare, then the push. */
+	for (int i = 0; i < CAP / 2 + 1; i++)
+		pc_cache_free(s, v[CAP + 1 + i]);
+	CHECK_EQ(main_count(s, 0), CAP);
+	pc_cache_free(s, v[CAP + 2 + CAP / 2]);
+	CHECK_EQ(main_count(s, 0), CAP / 2 + 1);
+	CHECK_EQ(s->slots[0].spare->count, CAP);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_sheaf_move), moves + 2);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_sheaf_swap), swaps); /* no trade */
+	CHECK(pc_cache_alloc(s) == v[CAP + 2 + CAP / 2]); /* LIFO still */
+	pc_cache_free(s, v[CAP + 2 + CAP / 2]);
+	CHECK_EQ(sheaf_objects(s), (long)(main_count(s, 0) + s->slots[0].spare->count));
+	for (int i = CAP + 3 + CAP / 2; i < N; i++)
+		pc_cache_free(s, v[i]);
+	pc_cache_free(s, v[CAP - 1]);
+	pc_cache_free(s, v[CAP]);
+	CHECK_EQ(pc_cache_check(s), 0); /* every object back, exactly once */
+	CHECK_EQ(pc_cache_destroy(s), 0);
 }
 
 TEST(capacity_changes)
@@ -477,6 +539,7 @@ int main(void)
 	RUN(free_to_sheaf_any_slab);
 	RUN(flush_other_cpu);
 	RUN(free_guess_checked);
+	RUN(main_and_spare_share);
 	RUN(capacity_changes);
 	RUN(barn_bounded);
 	RUN(flush_one_chain_per_slab);
