@@ -214,7 +214,11 @@ enum pc_mem { PC_MEM_FRESH = 0, PC_MEM_RELEASED = 1, PC_MEM_DIRTY = 2 };
 /*
  * One per 4 KiB page, 64 bytes. Fields other than list/state/order/dirty are
  * the owner's: the slab layer uses slab_word (freelist + counters, updated by
- * a 16-byte compare-and-swap), owner and head.
+ * a 16-byte compare-and-swap), owner, aux, flags and head (PC_PG_TAIL), and,
+ * on a slab's head page (PC_PG_SLAB) only, slot_inverse, slot_objects and
+ * slot_shift, which share their bytes with head and freed_ns (neither is
+ * used on a slab's head page; the page layer writes freed_ns only once the
+ * page is free again).
  */
 struct pc_page {
 	struct pc_list list;   /* free list, pcp list, or slab partial list */

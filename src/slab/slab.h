@@ -470,8 +470,9 @@ struct pc_cache {
 	size_t object_size;   /* as asked */
 	size_t size;          /* slot size: object (+ free pointer), aligned */
 	size_t offset;        /* of the free pointer within a slot */
-	/* size = 2^slot_shift * odd; slot_inverse = odd^-1 mod 2^64 (for
-	 * pc_slab_slot_index: slot numbers without a division) */
+	/* size = 2^slot_shift * odd; slot_inverse = odd^-1 mod 2^64: copied
+	 * (its low half) into each slab's head descriptor by slab_new, where
+	 * pc_slab_slot_index reads them, and checked there by pc_cache_check */
 	uint64_t slot_inverse;
 	unsigned slot_shift;
 	void (*ctor)(void *);
@@ -736,7 +737,8 @@ PC_INLINE uint32_t pc_slab_slot_index(const struct pc_page *slab, const void *p)
 	return (x >> r) | (x << ((32 - r) & 31));
 }
 
-/* Whether p is the start of a slot (free or in use) of slab, a slab of s. */
+/* Whether p is the start of a slot (free or in use) of slab, a slab of s
+ * (s is only asserted: the test reads the descriptor alone). */
 PC_INLINE bool pc_slab_is_slot(const struct pc_cache *s, struct pc_page *slab, const void *p)
 {
 	pc_assert_internal(slab->owner == s);

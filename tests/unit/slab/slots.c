@@ -7,8 +7,10 @@
  * after the last one. The exact-division trick has no rounding to get wrong
  * only if this holds everywhere, so the test is exhaustive per slab. The
  * test reads its inputs from the slab's head descriptor (written by
- * slab_new), and works modulo 2^32: the sizes include the shapes where a
- * 32-bit product could go wrong if the bound on slab sizes did not hold.
+ * slab_new) and works modulo 2^32, exact because a slab is at most 2^31
+ * bytes (static assertion in slab.h): large slots (slabs of order 3 to 9)
+ * are walked too, where that margin is smallest. The walker (pc_cache_check)
+ * must refuse a slab whose fields are wrong.
  */
 #include "test.h"
 
@@ -49,6 +51,11 @@ TEST(every_byte_of_a_slab)
 {
 	for (size_t size = 8; size <= 8192; size += size < 256 ? 8 : size < 2048 ? 40 : 328)
 		check_cache(size, 0, false);
+	/* Large slots: slabs of order 3 to 9, where the 32-bit product's margin
+	 * (objects <= 2^(31 - shift) / odd) is smallest. */
+	static const size_t big[] = { 24576, 40000, 100000, 333333, 1 << 20, 2000000 };
+	for (size_t i = 0; i < PC_ARRAY_SIZE(big); i++)
+		check_cache(big[i], 0, false);
 	static const size_t odd[] = { 1, 3, 5, 7, 9, 13, 17, 100, 1000, 3000, 4095, 4097, 12345 };
 	for (size_t i = 0; i < PC_ARRAY_SIZE(odd); i++) {
 		check_cache(odd[i], 0, false);
@@ -58,9 +65,35 @@ TEST(every_byte_of_a_slab)
 	}
 }
 
+/* The walker refuses a slab whose slot test fields disagree with its cache
+ * or its slab word (a wrong count would let free accept slack pointers). */
+TEST(walker_checks_the_fields)
+{
+	struct pc_cache *s = pc_cache_create("slots-walk", 48, 0, NULL);
+	REQUIRE(s != NULL);
+	void *obj = pc_cache_alloc(s);
+	REQUIRE(obj != NULL);
+	struct pc_page *slab = pc_slab_of(obj);
+	REQUIRE(slab != NULL);
+	CHECK_EQ(pc_cache_check(s), 1);
+	slab->slot_objects++;
+	CHECK_EQ(pc_cache_check(s), -1);
+	slab->slot_objects--;
+	slab->slot_shift++;
+	CHECK_EQ(pc_cache_check(s), -1);
+	slab->slot_shift--;
+	slab->slot_inverse += 2;
+	CHECK_EQ(pc_cache_check(s), -1);
+	slab->slot_inverse -= 2;
+	CHECK_EQ(pc_cache_check(s), 1);
+	pc_cache_free(s, obj);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
 int main(void)
 {
 	pc_page_init();
 	RUN(every_byte_of_a_slab);
+	RUN(walker_checks_the_fields);
 	return test_report();
 }
