@@ -106,7 +106,7 @@ PC_INLINE enum block_kind classify(const void *p, struct pc_page **pg_out)
 	struct pc_page *pg = pc_page_of(p);
 	if (pc_unlikely(!pg))
 		return huge_header(p) ? BLOCK_HUGE : BLOCK_BAD;
-	struct pc_page *slab = pc_pg_state(pg) == PC_PG_TAIL ? pg->head : pg;
+	struct pc_page *slab = pc_pg_state(pg) == PC_PG_TAIL ? pc_slab_head(pg, p) : pg;
 	*pg_out = slab;
 	if (pc_likely(pc_pg_state(slab) == PC_PG_SLAB))
 		return pc_likely(pc_slab_is_slot(slab->owner, slab, p)) ? BLOCK_SMALL : BLOCK_BAD;

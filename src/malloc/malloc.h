@@ -363,22 +363,17 @@ PC_INLINE void *pc_malloc_inline(size_t size)
 	return pc_vg_alloc(p, size, 0);
 }
 
-/* free's test for a small block: the slab of p when p is the start of a
- * slot of a slab, else NULL (classify() in malloc.c says why the start).
- * The head page first (its state test is the slab test), then the detour
- * through a tail page's head. */
+/* free's test for a small block: p's own page descriptor when p is the
+ * start of a slot of a slab, else NULL (classify() in malloc.c says why the
+ * start). Every page of a slab, head or tail, holds the owner and the slot
+ * test's inputs (slab.h), so one state test (head or tail: pc_pg_in_slab)
+ * and that one descriptor do, with no detour to a tail page's head (a
+ * branch that went either way at random for slabs of more than one page). */
 PC_INLINE struct pc_page *small_slab(const void *p)
 {
 	struct pc_page *pg = pc_page_of(p);
-	if (pc_unlikely(!pg))
+	if (pc_unlikely(!pg || !pc_pg_in_slab(pg)))
 		return NULL;
-	if (pc_unlikely(pc_pg_state(pg) != PC_PG_SLAB)) {
-		if (pc_pg_state(pg) != PC_PG_TAIL)
-			return NULL;
-		pg = pg->head;
-		if (pc_pg_state(pg) != PC_PG_SLAB)
-			return NULL;
-	}
 	return pc_likely(pc_slab_is_slot(pg->owner, pg, p)) ? pg : NULL;
 }
 

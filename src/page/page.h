@@ -199,7 +199,7 @@ enum pc_page_state {
 	PC_PG_PCP,      /* head of a block on a per-CPU list */
 	PC_PG_ALLOC,    /* head of a block handed out by pc_alloc_pages */
 	PC_PG_SLAB,     /* head of a slab (set by the slab layer) */
-	PC_PG_TAIL,     /* a non-head page of a slab: head is valid */
+	PC_PG_TAIL,     /* a non-head page of a slab (the slab layer's fields) */
 	PC_PG_LARGE,    /* head of a large malloc block (set by malloc) */
 	PC_PG_RUN,      /* head of a free run in its zone's run heap (run.c) */
 	PC_PG_RUN_END,  /* last page of a free run of 2 pages or more */
@@ -214,23 +214,17 @@ enum pc_mem { PC_MEM_FRESH = 0, PC_MEM_RELEASED = 1, PC_MEM_DIRTY = 2 };
 /*
  * One per 4 KiB page, 64 bytes. Fields other than list/state/order/dirty are
  * the owner's: the slab layer uses slab_word (freelist + counters, updated by
- * a 16-byte compare-and-swap), owner, aux, flags and head (PC_PG_TAIL), and,
- * on a slab's head page (PC_PG_SLAB) only, slot_inverse, slot_objects and
- * slot_shift, which share their bytes with head and freed_ns (neither is
- * used on a slab's head page; the page layer writes freed_ns only once the
- * page is free again).
+ * a 16-byte compare-and-swap) and flags on a slab's head page, and on every
+ * page of a slab (PC_PG_SLAB and PC_PG_TAIL) owner, aux, slot_inverse,
+ * slot_objects and slot_shift (slot_shift shares its bytes with freed_ns,
+ * which the page layer writes only once the page is free again).
  */
 struct pc_page {
 	struct pc_list list;   /* free list, pcp list, or slab partial list */
 	_Alignas(16) unsigned __int128 slab_word;
 	void *owner;           /* slab: its cache */
-	union {
-		struct pc_page *head;  /* PC_PG_TAIL: the slab's head page */
-		struct {               /* PC_PG_SLAB: free's slot test (slab.h, */
-			uint32_t slot_inverse; /* pc_slab_slot_index), the owner's */
-			uint32_t slot_objects;
-		};
-	};
+	uint32_t slot_inverse; /* slab pages: free's slot test (slab.h, */
+	uint32_t slot_objects; /* pc_slab_slot_index), the owner's */
 	_Atomic uint8_t state; /* enum pc_page_state: use pc_pg_state/_set_state */
 	_Atomic uint8_t order; /* valid for heads: use pc_pg_order/_set_order */
 	uint8_t mem;           /* heads of free blocks, free runs and pcp entries:
@@ -240,7 +234,7 @@ struct pc_page {
 				  slab heads: the slab's size in bytes - 1 */
 	union {
 		uint64_t freed_ns; /* PC_PG_BUDDY + DIRTY: page-clock time it was freed */
-		uint32_t slot_shift; /* PC_PG_SLAB: free's slot test, the owner's */
+		uint32_t slot_shift; /* slab pages: free's slot test, the owner's */
 	};
 } PC_CACHE_ALIGNED;
 

@@ -61,6 +61,30 @@ static int cpu_role(struct pc_cache *s, struct pc_page *slab, struct pc_cache_cp
 	return 0;
 }
 
+/* Every page of the slab, head and tails, holds what free's fast path reads
+ * from an object's own page: the cache, the mask and the slot test's
+ * inputs, as the cache and the slab word say (slab.h, pc_slab_slot_index). */
+static long check_pages(struct pc_cache *s, struct pc_page *slab, unsigned objects)
+{
+	unsigned order = pc_pg_order(slab);
+	for (size_t i = 0; i < ((size_t)1 << order); i++) {
+		struct pc_page *pg = &slab[i];
+		if (i != 0 && pc_pg_state(pg) != PC_PG_TAIL)
+			FAIL("cache %s: page %zu of slab %p is in state %u, not a tail", s->name, i,
+			     (void *)slab, pc_pg_state(pg));
+		if (pg->owner != s || pg->aux != (uint32_t)((PC_PAGE_SIZE << order) - 1))
+			FAIL("cache %s: page %zu of slab %p: owner %p, mask %#x", s->name, i,
+			     (void *)slab, pg->owner, pg->aux);
+		if (pg->slot_objects != objects || pg->slot_shift != s->slot_shift ||
+		    pg->slot_inverse != (uint32_t)s->slot_inverse)
+			FAIL("cache %s: page %zu of slab %p: slot test fields (%u objects, shift %u, "
+			     "inverse %#x) disagree with its cache (%u, %u, %#x)", s->name, i,
+			     (void *)slab, pg->slot_objects, pg->slot_shift, pg->slot_inverse,
+			     objects, s->slot_shift, (uint32_t)s->slot_inverse);
+	}
+	return 0;
+}
+
 static long check_slab(struct walk *w, struct pc_page *slab)
 {
 	struct pc_cache *s = w->s;
@@ -70,13 +94,8 @@ static long check_slab(struct walk *w, struct pc_page *slab)
 	unsigned objects = PC_SLAB_OBJECTS(cnt);
 	int role = cpu_role(s, slab, &c);
 
-	/* Free's slot test reads the head descriptor, not the cache. */
-	if (slab->slot_objects != objects || slab->slot_shift != s->slot_shift ||
-	    slab->slot_inverse != (uint32_t)s->slot_inverse)
-		FAIL("cache %s: slab %p's slot test fields (%u objects, shift %u, inverse %#x) "
-		     "disagree with its cache (%u, %u, %#x)", s->name, (void *)slab,
-		     slab->slot_objects, slab->slot_shift, slab->slot_inverse, objects,
-		     s->slot_shift, (uint32_t)s->slot_inverse);
+	if (check_pages(s, slab, objects) < 0)
+		return -1;
 	for (unsigned i = 0; i < objects; i++)
 		w->seen[i] = 0;
 	long on_slab = walk_chain(w, slab, fl);

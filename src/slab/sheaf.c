@@ -502,6 +502,8 @@ void *sheaf_alloc_slow(struct pc_cache *s)
 
 void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 {
+	if (pc_pg_state(slab) == PC_PG_TAIL) /* obj's own page (free's fast path) */
+		slab = pc_slab_head(slab, obj);
 	if (pc_unlikely(sheaf_depth != 0 || pc_page_reentered())) {
 		reentrant_free(s, obj);
 		return;

@@ -4,12 +4,16 @@
  * A cache hands out objects of one size. Its memory is slabs: 2^order pages
  * from the page allocator, cut into `objects` slots. The descriptor of a
  * slab is the struct pc_page of its first page (state PC_PG_SLAB); the other
- * pages are PC_PG_TAIL and point to it, so the slab of any object is found in
- * O(1) from the page allocator's region table. The head descriptor also
- * holds what free's slot test needs (aux = the slab's bytes - 1,
- * slot_inverse, slot_shift, slot_objects: pc_slab_slot_index), written
- * once by slab_new: slot_objects equals the slab word's object count and
- * the other two are the cache's, for the slab's whole life.
+ * pages are PC_PG_TAIL. Every page's descriptor, head or tail, holds the
+ * cache (owner) and what free's slot test needs (aux = the slab's bytes - 1,
+ * slot_inverse, slot_shift, slot_objects: pc_slab_slot_index), written once
+ * by slab_new: the same in every page, slot_objects the slab word's object
+ * count and the other two the cache's, for the slab's whole life
+ * (pc_cache_check checks them). So free classifies an object from its own
+ * page's descriptor, with no detour to the head; the head of a tail page is
+ * found by arithmetic (pc_slab_head: the page's index in the slab is the
+ * object's offset, p & aux, over the page size), and the slab of any object
+ * in O(1) from the page allocator's region table.
  *
  * ---- The life of a slab -------------------------------------------------
  *   new ──> CPU slab ──(no free object left)──> full ──(a free)──> CPU partial
@@ -694,6 +698,23 @@ PC_INLINE void slab_stat_add(struct pc_cache_cpu *c, enum pc_slab_stat item, uin
 		pc_add_relaxed(&c->stats[item], n);
 }
 
+/* Whether pg, p's page descriptor, is a page of a slab (head or tail): one
+ * compare, since PC_PG_SLAB and PC_PG_TAIL differ in their last bit only. */
+_Static_assert((PC_PG_SLAB | 1) == PC_PG_TAIL && (PC_PG_SLAB & 1) == 0,
+	       "PC_PG_SLAB and PC_PG_TAIL differ in bit 0 only");
+PC_INLINE bool pc_pg_in_slab(const struct pc_page *pg)
+{
+	return (pc_pg_state(pg) | 1) == PC_PG_TAIL;
+}
+
+/* The head page of the slab that pg, a page of a slab (pc_pg_in_slab) and
+ * p's own page descriptor, belongs to: p's offset in the slab (p & aux, the
+ * slab being aligned to its size) over the page size is pg's index in it. */
+PC_INLINE struct pc_page *pc_slab_head(struct pc_page *pg, const void *p)
+{
+	return pg - (((uintptr_t)p & pg->aux) >> PC_PAGE_SHIFT);
+}
+
 /* The slab (head page) holding p; NULL if p is not in a slab. */
 PC_INLINE struct pc_page *pc_slab_of(const void *p)
 {
@@ -701,7 +722,7 @@ PC_INLINE struct pc_page *pc_slab_of(const void *p)
 	if (pc_unlikely(!pg))
 		return NULL;
 	if (pc_pg_state(pg) == PC_PG_TAIL)
-		pg = pg->head;
+		pg = pc_slab_head(pg, p);
 	return pc_pg_state(pg) == PC_PG_SLAB ? pg : NULL;
 }
 
@@ -722,9 +743,10 @@ _Static_assert((PC_PAGE_SIZE << PC_MAX_ORDER) <= ((uint64_t)1 << 31),
  * above), so tests/unit/slab/slots.c's exhaustive check holds for every
  * slot size.
  *
- * Every input is in the slab's head page descriptor (aux, slot_inverse,
- * slot_shift, slot_objects: written by slab_new from the cache and the slab
- * word; pc_cache_check checks them), so free's test waits for one
+ * Every input is in each page descriptor of the slab, head or tail (aux,
+ * slot_inverse, slot_shift, slot_objects: written by slab_new from the
+ * cache and the slab word; pc_cache_check checks them), so slab may be any
+ * page of it (p's own, on free's fast path), free's test waits for one
  * descriptor load, not for the owner cache's fields behind it, and takes
  * seven instructions (mask, multiply, shift count, rotate, compare with the
  * count in memory, branch) where the 64-bit form from the cache and the
@@ -737,8 +759,9 @@ PC_INLINE uint32_t pc_slab_slot_index(const struct pc_page *slab, const void *p)
 	return (x >> r) | (x << ((32 - r) & 31));
 }
 
-/* Whether p is the start of a slot (free or in use) of slab, a slab of s
- * (s is only asserted: the test reads the descriptor alone). */
+/* Whether p is the start of a slot (free or in use) of slab, a slab of s,
+ * given any page descriptor of the slab (s is only asserted: the test reads
+ * the descriptor alone). */
 PC_INLINE bool pc_slab_is_slot(const struct pc_cache *s, struct pc_page *slab, const void *p)
 {
 	pc_assert_internal(slab->owner == s);
@@ -833,7 +856,9 @@ PC_INLINE void slab_free_fast(struct pc_cache *s, struct pc_page *slab, void *ob
 	}
 }
 
-/* "sheaf.c": the sheaf slow paths (any mode; see "Sheaves" above). */
+/* "sheaf.c": the sheaf slow paths (any mode; see "Sheaves" above). For
+ * sheaf_free_slow, slab is the slab's head or obj's own page (free's fast
+ * path classifies obj from its own page: pc_slab_head finds the head). */
 void *sheaf_alloc_slow(struct pc_cache *s);
 void sheaf_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj);
 
@@ -991,7 +1016,8 @@ other:
 }
 
 /*
- * Free fast path. Preconditions: obj is an object of s, in slab `slab`.
+ * Free fast path. Preconditions: obj is an object of s, in slab `slab` (its
+ * head page, or obj's own page of it: only the slow path needs the head).
  * Exits: obj pushed onto the current CPU's (rseq) or thread's main sheaf,
  * whatever slab it is in, or sheaf_free_slow() when that is full, or
  * slab_double_free_report() when obj is on that sheaf's top already. Every

@@ -129,18 +129,21 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain)
 	if (!mem)
 		return NULL;
 	struct pc_page *slab = pc_page_of_owned(mem);
-	slab->aux = (uint32_t)((PC_PAGE_SIZE << order) - 1); /* pc_slab_slot_index's mask */
-	slab->slot_inverse = (uint32_t)s->slot_inverse; /* odd^-1 mod 2^32: the low half */
-	slab->slot_shift = s->slot_shift;
-	slab->slot_objects = objects;
-	pc_pg_set_state(slab, PC_PG_SLAB); /* release: after aux */
-	pc_pg_set_order(slab, order);
-	slab->owner = s;
-	slab->flags = 0;
-	for (size_t i = 1; i < ((size_t)1 << order); i++) {
-		pc_pg_set_state(&slab[i], PC_PG_TAIL);
-		slab[i].head = slab;
+	/* Every page: what free's fast path reads from an object's own page
+	 * (slab.h, the comment above pc_slab_slot_index), before the head's
+	 * state (release) says it is a slab. */
+	for (size_t i = 0; i < ((size_t)1 << order); i++) {
+		slab[i].owner = s;
+		slab[i].aux = (uint32_t)((PC_PAGE_SIZE << order) - 1); /* the slot test's mask */
+		slab[i].slot_inverse = (uint32_t)s->slot_inverse; /* odd^-1 mod 2^32 */
+		slab[i].slot_shift = s->slot_shift;
+		slab[i].slot_objects = objects;
+		if (i != 0)
+			pc_pg_set_state(&slab[i], PC_PG_TAIL);
 	}
+	slab->flags = 0;
+	pc_pg_set_order(slab, order);
+	pc_pg_set_state(slab, PC_PG_SLAB); /* release: after the fields above */
 	for (unsigned i = 0; i < objects; i++) {
 		char *obj = mem + (size_t)i * s->size;
 		if (s->ctor)

@@ -32,16 +32,25 @@ static void check_cache(size_t size, size_t align, bool with_ctor)
 	long wrong = 0;
 	for (size_t off = 0; off < bytes; off++) {
 		bool expect = off % s->size == 0 && off / s->size < objects;
-		if (pc_slab_is_slot(s, slab, base + off) != expect && wrong++ < 3)
-			fprintf(stderr, "  size %zu (slot %zu): offset %zu says %d\n", size, s->size,
-				off, !expect);
+		/* from the head, and from the byte's own page (free's fast path) */
+		struct pc_page *own = pc_page_of(base + off);
+		bool from_head = pc_slab_is_slot(s, slab, base + off);
+		bool from_own = pc_pg_in_slab(own) && pc_slab_head(own, base + off) == slab &&
+				pc_slab_is_slot(s, own, base + off);
+		if ((from_head != expect || from_own != expect) && wrong++ < 3)
+			fprintf(stderr, "  size %zu (slot %zu): offset %zu says %d/%d\n", size,
+				s->size, off, from_head, from_own);
 	}
 	CHECK_EQ(wrong, 0);
-	/* The inputs of the test in the descriptor (the walker checks them
-	 * against the cache and the slab word too). */
-	CHECK_EQ(slab->slot_objects, objects);
-	CHECK_EQ(slab->slot_shift, s->slot_shift);
-	CHECK_EQ(slab->slot_inverse, (uint32_t)s->slot_inverse);
+	/* The inputs of the test in every page's descriptor (the walker checks
+	 * them against the cache and the slab word too). */
+	for (size_t i = 0; i < bytes / PC_PAGE_SIZE; i++) {
+		CHECK_EQ(slab[i].slot_objects, objects);
+		CHECK_EQ(slab[i].slot_shift, s->slot_shift);
+		CHECK_EQ(slab[i].slot_inverse, (uint32_t)s->slot_inverse);
+		CHECK(slab[i].owner == s);
+		CHECK_EQ(pc_pg_state(&slab[i]), i == 0 ? PC_PG_SLAB : PC_PG_TAIL);
+	}
 	CHECK_EQ(pc_cache_check(s), 1);
 	pc_cache_free(s, obj);
 	CHECK_EQ(pc_cache_destroy(s), 0);
@@ -65,26 +74,46 @@ TEST(every_byte_of_a_slab)
 	}
 }
 
-/* The walker refuses a slab whose slot test fields disagree with its cache
- * or its slab word (a wrong count would let free accept slack pointers). */
+/* The walker refuses a slab any of whose pages (the head, or the last tail)
+ * has slot test fields, owner or mask that disagree with its cache or its
+ * slab word (a wrong count would let free accept slack pointers). */
+static void walker_checks_page(struct pc_cache *s, struct pc_page *pg)
+{
+	pg->slot_objects++;
+	CHECK_EQ(pc_cache_check(s), -1);
+	pg->slot_objects--;
+	pg->slot_shift++;
+	CHECK_EQ(pc_cache_check(s), -1);
+	pg->slot_shift--;
+	pg->slot_inverse += 2;
+	CHECK_EQ(pc_cache_check(s), -1);
+	pg->slot_inverse -= 2;
+	pg->aux >>= 1;
+	CHECK_EQ(pc_cache_check(s), -1);
+	pg->aux = pg->aux << 1 | 1;
+	void *owner = pg->owner;
+	pg->owner = NULL;
+	CHECK_EQ(pc_cache_check(s), -1);
+	pg->owner = owner;
+	CHECK_EQ(pc_cache_check(s), 1);
+}
+
 TEST(walker_checks_the_fields)
 {
-	struct pc_cache *s = pc_cache_create("slots-walk", 48, 0, NULL);
+	struct pc_cache *s = pc_cache_create("slots-walk", 1000, 0, NULL);
 	REQUIRE(s != NULL);
 	void *obj = pc_cache_alloc(s);
 	REQUIRE(obj != NULL);
 	struct pc_page *slab = pc_slab_of(obj);
 	REQUIRE(slab != NULL);
+	size_t pages = (size_t)1 << pc_pg_order(slab);
+	REQUIRE(pages > 1); /* a tail to plant in */
 	CHECK_EQ(pc_cache_check(s), 1);
-	slab->slot_objects++;
+	walker_checks_page(s, slab);
+	walker_checks_page(s, &slab[pages - 1]);
+	pc_pg_set_state(&slab[pages - 1], PC_PG_NONE); /* a tail that is not */
 	CHECK_EQ(pc_cache_check(s), -1);
-	slab->slot_objects--;
-	slab->slot_shift++;
-	CHECK_EQ(pc_cache_check(s), -1);
-	slab->slot_shift--;
-	slab->slot_inverse += 2;
-	CHECK_EQ(pc_cache_check(s), -1);
-	slab->slot_inverse -= 2;
+	pc_pg_set_state(&slab[pages - 1], PC_PG_TAIL);
 	CHECK_EQ(pc_cache_check(s), 1);
 	pc_cache_free(s, obj);
 	CHECK_EQ(pc_cache_destroy(s), 0);
