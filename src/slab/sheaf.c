@@ -251,9 +251,12 @@ static struct pc_sheaf *empty_sheaf(struct pc_cache *s, struct pc_sheaf_slot *sl
  * net allocations or frees away. Both work on the CPU the caller runs on,
  * which may no longer be the locked slot's: the objects only move between
  * sheaves of the cache, and the spare is the locked slot's. When the rseq
- * step finds nothing to do (main is pc_sheaf_none, or the caller moved to a
- * CPU whose main is not empty / not full) they return NULL / 0 and the
- * caller trades sheaves as before.
+ * step finds nothing to do (the current CPU's main, the locked slot's or
+ * another after a migration, is full for the move from the spare / empty
+ * for the move to it, or pc_sheaf_none), or the pop / push after the move
+ * fails (another thread of that CPU emptied / filled it meanwhile), they
+ * return NULL / 0 and the caller trades sheaves as before, with the spare
+ * as the move left it (tests/unit/slab/sheaves.c move_after_migration).
  */
 static unsigned move_batch(unsigned cap)
 {

@@ -39,7 +39,10 @@
  *   In front of the slabs, each CPU has a main and a spare sheaf: an array of
  *   free object pointers of the cache, whatever slab each belongs to. Alloc
  *   pops from the current CPU's main sheaf, free pushes onto it; when main is
- *   empty (full) the slow path swaps in the spare, else trades whole sheaves
+ *   empty (full) the slow path moves half a sheaf from the spare onto it
+ *   (from it into the spare: rseq mode, sheaf.c move_from_spare and
+ *   move_to_spare, so that main is left half full) or swaps in the spare
+ *   (thread mode, or when there was nothing to move), else trades whole sheaves
  *   with the node's barn (full and empty sheaves under barn->lock, at most
  *   its bound of each: slub.barn_sheaves, raised with demand within a
  *   budget for the process, slub.barn_max_kb, and lowered again by the
@@ -52,9 +55,10 @@
  *   rseq    per-CPU sheaves on glibc's rseq registration (os.h "per-CPU
  *           stacks on rseq"): push and pop are restartable sequences that
  *           commit with one store; no lock, no atomic read-modify-write.
- *           Free finds the slots through malloc's last cache pointer when
- *           that is its object's cache (sheaf_free_slots: a branch in
- *           place of a chain of dependent loads).
+ *           Free uses the slots of this thread's last malloc (last_slots)
+ *           when its object is the one that malloc returned and the slots
+ *           are its object's cache's (sheaf_free_slots: a branch in place
+ *           of a chain of dependent loads).
  *   thread  where rseq is missing (valgrind, glibc.pthread.rseq=0) or under
  *           ThreadSanitizer (which cannot see the assembly): one main sheaf
  *           per thread and cache (pc_thread_sheaves), plain loads and
@@ -151,7 +155,8 @@
  *   free (C11 coherence; the rseq section reads its CPU's sheaf atomically).
  *   Not caught: a double free whose first copy has been buried under more
  *   than one later free of the same cache, or moved away (sheaf swapped,
- *   thread migrated) before the second free; those two copies may later be
+ *   moved to the spare with half of a full main, thread migrated) before
+ *   the second free; those two copies may later be
  *   handed out twice. The cost: about six instructions on the free fast path
  *   (docs/reliability.md). A debug cache with F (below) catches every one.
  *
@@ -745,7 +750,9 @@ _Static_assert((PC_PAGE_SIZE << PC_MAX_ORDER) <= ((uint64_t)1 << 31),
  *
  * Every input is in each page descriptor of the slab, head or tail (aux,
  * slot_inverse, slot_shift, slot_objects: written by slab_new from the
- * cache and the slab word; pc_cache_check checks them), so slab may be any
+ * cache and the slab word; pc_cache_check checks them; an invalid free that
+ * races the slab's release may read another owner's fields here, as it may
+ * read a NULL owner, and is then not refused but may crash), so slab may be any
  * page of it (p's own, on free's fast path), free's test waits for one
  * descriptor load, not for the owner cache's fields behind it, and takes
  * seven instructions (mask, multiply, shift count, rotate, compare with the

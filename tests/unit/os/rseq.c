@@ -1,7 +1,8 @@
 /*
  * tests/unit/os/rseq.c - the inline restartable sequences (os/rseq_x86_64.h):
  * what push, pop, pop_many, push_many, slot_cas and stack_resize return, and
- * each one's abort path (the moves' also in the middle of their copy), forced
+ * each one's abort path (the moves' also in the middle of their copy, with
+ * elements copied before the fault), forced
  * deterministically: the memory a section reads is made inaccessible, so the
  * section faults between its start and its commit. The kernel then aborts
  * the section before it delivers SIGSEGV (the handler's saved instruction
@@ -208,6 +209,28 @@ TEST(move_many_abort_retries)
 	CHECK_EQ(at_abort, 1);
 	CHECK(out[0] == &a && out[1] == &b);
 	CHECK_EQ(pst->count, 0);
+	/* A fault at the third element (the buffer's first two words on the
+	 * accessible page before): the restart starts the copy over with two
+	 * elements already copied, and the result is still exactly the three,
+	 * in order, committed once. */
+	slots_point_to(slots, st);
+	st->count = 0;
+	void **edge = (void **)(void *)page - 2;
+	edge[0] = &a, edge[1] = &b;
+	((void **)(void *)page)[0] = &c;
+	arm_fault();
+	CHECK_EQ(os_rseq_push_many(slots, edge, 3), 3);
+	CHECK_EQ(faults, 1);
+	CHECK_EQ(at_abort, 1);
+	CHECK_EQ(st->count, 3);
+	CHECK(st->objects[0] == &a && st->objects[1] == &b && st->objects[2] == &c);
+	edge[0] = edge[1] = NULL;
+	arm_fault();
+	CHECK_EQ(os_rseq_pop_many(slots, edge, 3), 3);
+	CHECK_EQ(faults, 1);
+	CHECK_EQ(at_abort, 1);
+	CHECK_EQ(st->count, 0);
+	CHECK(edge[0] == &a && edge[1] == &b && ((void **)(void *)page)[0] == &c);
 	free(mem);
 	free(slots);
 }
@@ -311,8 +334,12 @@ int main(void)
 	}
 	size_t unit = (size_t)sysconf(_SC_PAGESIZE);
 	page_size = (((size_t)os_cpu_count() << OS_RSEQ_SLOT_SHIFT) + unit - 1) / unit * unit;
-	page = mmap(NULL, page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	REQUIRE(page != MAP_FAILED);
+	/* One accessible page before the one the tests guard (a copy that
+	 * faults in its middle, move_many_abort_retries). */
+	char *two = mmap(NULL, 2 * page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+			 -1, 0);
+	REQUIRE(two != MAP_FAILED);
+	page = two + page_size;
 	struct sigaction sa = {0};
 	sa.sa_sigaction = on_segv;
 	sa.sa_flags = SA_SIGINFO;

@@ -36,7 +36,8 @@
  *    forced right, the same.
  *  - rseq: main and spare share objects at main's slow paths (half a sheaf
  *    moves, main is left half full, no whole-sheaf trade), LIFO kept and
- *    every object accounted for.
+ *    every object accounted for; also when the thread moves to another
+ *    CPU with the slot lock held (forced by the test hook).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -244,6 +245,80 @@ TEST(main_and_spare_share)
 		pc_cache_free(s, v[i]);
 	pc_cache_free(s, v[CAP - 1]);
 	pc_cache_free(s, v[CAP]);
+	CHECK_EQ(pc_cache_check(s), 0); /* every object back, exactly once */
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+static unsigned migrate_to;
+static void migrate_hook(struct pc_cache *s)
+{
+	(void)s;
+	pc_store_relaxed(&pc_sheaf_test_hook, NULL); /* once */
+	REQUIRE(pin_cpu(migrate_to));
+}
+
+/* rseq: the moves run on the CPU the caller runs on, which may no longer be
+ * the locked slot's (the test hook, called with slot 0's lock held, moves
+ * the thread to CPU 1): an allocation whose move finds CPU 1's main full
+ * falls back to the trade (whose compare-and-store fails elsewhere, so the
+ * spare stays the spare); a free moves from CPU 1's main into slot 0's
+ * spare and pushes onto CPU 1's main. Every object accounted for. */
+TEST(move_after_migration)
+{
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || os_cpu_count() < 2 || !pin_cpu(1) ||
+	    !pin_cpu(0)) {
+		fprintf(stderr, "  needs rseq and CPUs 0 and 1: skipped\n");
+		return;
+	}
+	enum { CAP = 16, N = 4 * CAP };
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, CAP);
+	struct pc_cache *s = pc_cache_create("sheaf-migrate", 64, 0, NULL);
+	REQUIRE(s);
+	void *v[N];
+	for (int i = 0; i < N; i++)
+		REQUIRE((v[i] = pc_cache_alloc(s)) != NULL);
+	pc_cache_shrink(s);
+	int next = 0;
+	REQUIRE(pin_cpu(1));
+	for (int i = 0; i < CAP; i++)
+		pc_cache_free(s, v[next++]);
+	CHECK_EQ(main_count(s, 1), CAP);                 /* CPU 1: main full */
+	REQUIRE(pin_cpu(0));
+	for (int i = 0; i <= CAP; i++)
+		pc_cache_free(s, v[next++]);
+	REQUIRE(s->slots[0].spare != NULL);
+	CHECK_EQ(s->slots[0].spare->count, CAP);         /* CPU 0: spare full, */
+	void *a = pc_cache_alloc(s);
+	CHECK_EQ(main_count(s, 0), 0);                   /* main empty */
+	migrate_to = 1;
+	pc_store_relaxed(&pc_sheaf_test_hook, migrate_hook);
+	void *b = pc_cache_alloc(s);                     /* slow path, moves to CPU 1 */
+	CHECK(b != NULL && b != a);
+	CHECK_EQ(main_count(s, 1), CAP);                 /* no room there: untouched */
+	CHECK_EQ(main_count(s, 0), 0);
+	REQUIRE(s->slots[0].spare != NULL);
+	CHECK_EQ(s->slots[0].spare->count, CAP - 1);     /* b came from it */
+	void *c[CAP / 2];
+	for (int i = 0; i < CAP / 2; i++)                /* on CPU 1 now */
+		REQUIRE((c[i] = pc_cache_alloc(s)) != NULL);
+	CHECK_EQ(main_count(s, 1), CAP / 2);
+	REQUIRE(pin_cpu(0));
+	for (int i = 0; i < CAP; i++)
+		pc_cache_free(s, v[next++]);
+	CHECK_EQ(main_count(s, 0), CAP);                 /* CPU 0: main full, spare room 1 */
+	migrate_to = 1;
+	pc_store_relaxed(&pc_sheaf_test_hook, migrate_hook);
+	pc_cache_free(s, v[next++]);                     /* slow path, moves to CPU 1 */
+	CHECK_EQ(s->slots[0].spare->count, CAP);         /* one from CPU 1's main */
+	CHECK_EQ(main_count(s, 1), CAP / 2);             /* one out, the free in */
+	CHECK_EQ(main_count(s, 0), CAP);
+	pc_cache_free(s, a);
+	pc_cache_free(s, b);
+	for (int i = 0; i < CAP / 2; i++)
+		pc_cache_free(s, c[i]);
+	while (next < N)
+		pc_cache_free(s, v[next++]);
+	REQUIRE(pin_cpu(0));
 	CHECK_EQ(pc_cache_check(s), 0); /* every object back, exactly once */
 	CHECK_EQ(pc_cache_destroy(s), 0);
 }
@@ -540,6 +615,7 @@ int main(void)
 	RUN(flush_other_cpu);
 	RUN(free_guess_checked);
 	RUN(main_and_spare_share);
+	RUN(move_after_migration);
 	RUN(capacity_changes);
 	RUN(barn_bounded);
 	RUN(flush_one_chain_per_slab);
