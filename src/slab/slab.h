@@ -36,13 +36,14 @@
  *   includes the objects on the CPU freelist.
  *
  * ---- Sheaves (Linux 6.18's percpu sheaves, in user space) --------------------
- *   In front of the slabs, each CPU has a main and a spare sheaf: an array of
- *   free object pointers of the cache, whatever slab each belongs to. Alloc
+ *   In front of the slabs, each CPU (rseq mode) has a main and a spare
+ *   sheaf: an array of free object pointers of the cache, whatever slab each
+ *   belongs to (thread mode: one main sheaf per thread, no spare). Alloc
  *   pops from the current CPU's main sheaf, free pushes onto it; when main is
  *   empty (full) the slow path moves half a sheaf from the spare onto it
- *   (from it into the spare: rseq mode, sheaf.c move_from_spare and
- *   move_to_spare, so that main is left half full) or swaps in the spare
- *   (thread mode, or when there was nothing to move), else trades whole sheaves
+ *   (from it into the spare: sheaf.c move_from_spare and move_to_spare, so
+ *   that main is left half full) or, when there was nothing to move, swaps
+ *   in the spare; thread mode, and rseq mode after those, trades whole sheaves
  *   with the node's barn (full and empty sheaves under barn->lock, at most
  *   its bound of each: slub.barn_sheaves, raised with demand within a
  *   budget for the process, slub.barn_max_kb, and lowered again by the
