@@ -31,6 +31,16 @@ void malloc_reclaim(void)
 	huge_cache_flush(); /* the delayed pool goes back before we fail */
 }
 
+/* Start the release thread if it is wanted and missing; never from a signal
+ * handler that interrupted the allocator (pthread_create allocates and is
+ * not async-signal-safe). */
+static void release_poll(void)
+{
+	if (pc_unlikely(pc_option(PC_OPT_VM_RELEASE_THREAD) != 0) && !pc_slab_reentered() &&
+	    !medium_reentered())
+		pc_page_release_thread_poll();
+}
+
 /* Small, large or huge by size and alignment (align a power of two >= 8). */
 static void *alloc_any(size_t size, size_t align)
 {
@@ -72,7 +82,7 @@ void *malloc_aligned(size_t align, size_t size)
 		if (!p)
 			errno = ENOMEM;
 	}
-	pc_page_release_thread_poll(); /* no lock held here */
+	release_poll(); /* no lock held here */
 	pc_slab_reentry_drain(); /* what a signal handler freed meanwhile (malloc.h) */
 	return p;
 }
@@ -141,7 +151,7 @@ PC_NOINLINE void free_slow(void *p)
 		large_free(pg, p);
 	else if (kind != BLOCK_HUGE || !huge_free(p))
 		bad_pointer("free", p);
-	pc_page_release_thread_poll(); /* no lock held here */
+	release_poll(); /* no lock held here */
 	pc_slab_reentry_drain(); /* what a signal handler freed meanwhile (malloc.h) */
 	errno = saved;
 }
@@ -240,6 +250,7 @@ void *pc_realloc(void *p, size_t size)
 {
 	pc_vg_enter();
 	void *q = realloc_impl(p, size);
+	pc_slab_reentry_drain(); /* in place, it took no slow path that does */
 	pc_vg_leave();
 	return q;
 }
@@ -307,6 +318,7 @@ size_t pc_trim(void)
 	pc_slab_reclaim();
 	medium_flush();
 	size_t released = huge_cache_flush() + pc_page_trim();
+	pc_slab_reentry_drain();
 	pc_vg_leave();
 	return released;
 }

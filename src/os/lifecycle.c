@@ -18,12 +18,21 @@
  * other libraries' (priority 101): prepare handlers run in reverse order of
  * registration, so ours runs last and other libraries' may still allocate.
  * Nothing here allocates through malloc.
+ * Signals: the forking thread blocks every signal from the start of
+ * life_prefork to the end of each postfork handler (life_fork_mask, per
+ * thread, holds its mask meanwhile; the child inherits the copy): from the
+ * first prefork handler to the last postfork one it holds every allocator
+ * lock at no re-entry depth, so a signal handler that allocated there would
+ * wait for its own thread's lock (page.h, "Re-entry"). A signal that comes
+ * meanwhile is delivered when the mask is restored, every lock released
+ * (in the child, POSIX clears what was pending).
  */
 #define _GNU_SOURCE
 #include "os.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 /* States of a once: 0 not done, 1 running, 2 done. */
 #define PC_ONCE_RUNNING 1u
@@ -139,8 +148,13 @@ void pc_life_register(const struct pc_life *life)
 
 /* prefork: no init running (see "once and fork"), then outer layers (high
  * rank) first, the registry lock held throughout. */
+static __thread sigset_t life_fork_mask __attribute__((tls_model("initial-exec")));
+
 static void life_prefork(void)
 {
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &life_fork_mask); /* see the top */
 	/* An init of this thread that forks (against the rules) counts itself. */
 	uint32_t own = once_depth > 0;
 	atomic_fetch_add(&once_forks, 1); /* seq_cst: see "once and fork" */
@@ -162,6 +176,7 @@ static void life_postfork_parent(void)
 			life_table[i]->postfork_parent();
 	life_lock_drop();
 	atomic_fetch_sub(&once_forks, 1); /* inits may start again */
+	pthread_sigmask(SIG_SETMASK, &life_fork_mask, NULL); /* last: every lock is free */
 }
 
 static void life_postfork_child(void)
@@ -174,6 +189,7 @@ static void life_postfork_child(void)
 	 * here, and no other fork exists. */
 	pc_store_relaxed(&once_running, once_depth > 0);
 	pc_store_relaxed(&once_forks, 0);
+	pthread_sigmask(SIG_SETMASK, &life_fork_mask, NULL); /* last: every lock is free */
 }
 
 /* ---- thread exit ---------------------------------------------------------------- */

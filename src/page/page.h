@@ -129,8 +129,10 @@
  * the depth with pc_page_reentered() and keep such a handler off their own
  * locks too, since each of them nests outside the page locks (another
  * thread may hold one while it waits for the zone lock this one holds).
- * Not supported: fork() or thread exit from a handler that interrupted the
- * allocator (prefork would wait for the locks its own thread holds).
+ * Fork runs its handlers with every signal blocked (os/lifecycle.c): the
+ * page locks prefork holds are at depth 0. Not supported: fork() or thread
+ * exit from a handler that interrupted the allocator (prefork would wait
+ * for the locks its own thread holds).
  *
  * Invariants (checked by pc_page_check()):
  *   - a page has state PC_PG_BUDDY iff it heads a free block of its zone that
@@ -464,6 +466,12 @@ PC_INLINE bool pc_page_reentered(void)
 {
 	return pc_page_depth != 0;
 }
+/* For the layers above that take a page lock themselves (the slab walker's
+ * zone lock, the statistics' pcp locks): count the hold in the depth, as
+ * the page allocator's own entry points do; leave drains what a handler
+ * freed meanwhile. */
+void pc_page_reentry_enter(void);
+void pc_page_reentry_leave(void);
 struct pc_page_reentry_counts {
 	uint64_t refused, deferred, drained;
 };
@@ -560,6 +568,7 @@ enum pc_page_test_point {
 				     freed to it (pc_free_run): the zone lock held */
 	PC_PAGE_TEST_PCP_LOCKED,  /* an allocation or a page free through a pcp
 				     (zone_take, pc_free_pages): the pcp lock held */
+	PC_PAGE_TEST_FORK_LOCKED, /* the end of pc_page_prefork: every page lock held */
 };
 extern void (*_Atomic pc_page_test_hook)(enum pc_page_test_point at);
 PC_INLINE void pc_page_test_point(enum pc_page_test_point at)

@@ -454,6 +454,7 @@ void pc_page_prefork(void)
 			pc_lock_acquire_for_fork(&z->lock);
 		}
 	}
+	pc_page_test_point(PC_PAGE_TEST_FORK_LOCKED);
 }
 
 void pc_page_postfork_parent(void)

@@ -127,6 +127,16 @@ static PC_NOINLINE void page_drain_deferred(void)
 	errno = saved;
 }
 
+void pc_page_reentry_enter(void)
+{
+	page_enter();
+}
+
+void pc_page_reentry_leave(void)
+{
+	page_leave();
+}
+
 /* ---- allocation ------------------------------------------------------------ */
 void *pc_alloc_pages(unsigned order)
 {

@@ -30,11 +30,15 @@ struct pc_hist pc_slab_alloc_slow_ns, pc_sheaf_alloc_slow_ns;
 
 /* Whether this thread holds slab_mutex (every acquisition goes through the
  * wrappers below, fork's included): lets pc_cache_check run from a
- * pc_cache_foreach callback, which already holds it. */
+ * pc_cache_foreach callback, which already holds it. A hold counts in
+ * sheaf_depth (sheaf_enter before the lock, sheaf_leave after it): a signal
+ * handler that allocates meanwhile takes no lock, not even the first
+ * allocation of a size class, which takes slab_mutex (slab.h, "Re-entry"). */
 static __thread bool slab_mutex_mine __attribute__((tls_model("initial-exec")));
 
 void slab_mutex_lock(void)
 {
+	sheaf_enter();
 	pc_mutex_lock(&slab_mutex);
 	slab_mutex_mine = true;
 }
@@ -43,8 +47,13 @@ bool slab_mutex_trylock(void)
 {
 	/* A thread that holds it already (a decay pass from a slow path under
 	 * pc_cache_foreach's callback) must not take it twice. */
-	if (slab_mutex_mine || !pc_mutex_trylock(&slab_mutex))
+	if (slab_mutex_mine)
 		return false;
+	sheaf_enter();
+	if (!pc_mutex_trylock(&slab_mutex)) {
+		sheaf_leave();
+		return false;
+	}
 	slab_mutex_mine = true;
 	return true;
 }
@@ -53,6 +62,7 @@ void slab_mutex_unlock(void)
 {
 	slab_mutex_mine = false;
 	pc_mutex_unlock(&slab_mutex);
+	sheaf_leave();
 }
 
 bool slab_mutex_held(void) { return slab_mutex_mine; }
@@ -482,11 +492,17 @@ size_t slab_shrink_slabs(struct pc_cache *s)
 	return freed;
 }
 
+/* Counted in sheaf_depth, as every path here that holds slab_mutex, a
+ * c->lock or a list_lock outside a sheaf slow path: a signal handler that
+ * allocates meanwhile takes no lock (slab.h, "Re-entry"). */
 size_t pc_cache_shrink(struct pc_cache *s)
 {
+	pc_slab_reentry_drain(); /* what a handler freed: in s too, perhaps */
 	pc_vg_enter(); /* flushing writes free pointers into free objects */
+	sheaf_enter();
 	sheaf_flush_cache(s);
 	size_t freed = slab_shrink_slabs(s);
+	sheaf_leave();
 	pc_vg_leave();
 	return freed;
 }
@@ -502,6 +518,7 @@ size_t pc_cache_shrink(struct pc_cache *s)
  */
 size_t pc_cache_destroy(struct pc_cache *s)
 {
+	pc_slab_reentry_drain(); /* objects of s a handler freed are freed first */
 	slab_mutex_lock();
 	pc_cache_shrink(s);
 	pc_cache_check_at(s, "at destroy"); /* nobody else uses it now */
@@ -616,8 +633,10 @@ void pc_slab_reclaim(void)
 {
 	if (pc_slab_reentered()) /* a signal handler inside our slow path */
 		return;
+	sheaf_enter(); /* slab_mutex, then each cache's locks (pc_cache_shrink) */
 	sheaf_flush_threads(); /* thread mode: every cache's at once, one fence */
 	pc_cache_foreach(reclaim_one, NULL);
+	sheaf_leave();
 }
 
 /* fork(): slab_mutex, the thread-sheaf registry lock, then every slot lock of every cache, every barn lock,
@@ -697,4 +716,5 @@ static void slab_postfork_child(void)
 	sheaf_threads_postfork_child();
 	pc_mutex_reinit(&slab_mutex);
 	slab_mutex_mine = false;
+	sheaf_leave(); /* prefork's slab_mutex_lock */
 }

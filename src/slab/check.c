@@ -165,12 +165,14 @@ static long check_nodes(struct pc_cache *s)
 static long walk_zone(struct walk *w, struct pc_zone *z)
 {
 	long rc = 0;
+	pc_page_reentry_enter(); /* a page lock: page.h, "Re-entry" */
 	pc_lock_acquire(&z->lock); /* the region list */
 	for (struct pc_region *r = z->regions; r && rc == 0; r = r->next)
 		for (size_t i = 0; i < PC_REGION_PAGES && rc == 0; i++)
 			if (pc_pg_state(&r->pages[i]) == PC_PG_SLAB && r->pages[i].owner == w->s)
 				rc = check_slab(w, &r->pages[i]);
 	pc_lock_release(&z->lock);
+	pc_page_reentry_leave();
 	return rc;
 }
 

@@ -129,7 +129,10 @@
  *   (pc_page_reentered, page.h: it may hold a zone or pcp lock, which every
  *   slab lock nests outside); the list is then freed by the thread's next
  *   sheaf slow path, by the malloc layer's slow paths
- *   (pc_slab_reentry_drain) or at thread exit.
+ *   (pc_slab_reentry_drain) or at thread exit. Holders of slab_mutex
+ *   (slab_mutex_lock/unlock: class creation, trim, destroy, decay, the
+ *   statistics walk) and pc_cache_shrink (c->lock, list_lock) count in
+ *   sheaf_depth too.
  *   Constructors: sheaves store pointers only, never touch the objects, so
  *   a cache with a constructor keeps SLUB's semantics (constructed once).
  *

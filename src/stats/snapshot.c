@@ -150,11 +150,13 @@ static void collect_cache(struct pc_cache *c, void *arg)
 static uint64_t zone_pcp_pages(struct pc_zone *z)
 {
 	uint64_t pages = 0;
+	pc_page_reentry_enter(); /* page locks: page.h, "Re-entry" */
 	for (unsigned c = 0; c < os_cpu_count(); c++) {
 		pc_spin_lock(&z->pcp[c].lock.spin); /* not counted */
 		pages += (uint64_t)z->pcp[c].count;
 		pc_spin_unlock(&z->pcp[c].lock.spin);
 	}
+	pc_page_reentry_leave();
 	return pages;
 }
 

@@ -27,12 +27,24 @@
  *                 batch from the zone (the zone lock held);
  *  medium_malloc  interrupted: a medium malloc that misses malloc's cache,
  *                 a run taken through the pcp (its lock held).
+ *  fork_locks     a signal raised at the end of the page layer's prefork
+ *                 handler (every page lock held, at depth 0): it must wait
+ *                 until fork has released them (the lifecycle blocks
+ *                 signals across fork), then its 1 MiB malloc succeeds; the
+ *                 child does not run it.
+ *  slab_mutex     a signal raised while pc_cache_destroy holds slab_mutex
+ *                 (pc_slab_exclusive_test_hook): the handler's first malloc
+ *                 of a size class (which would take slab_mutex) fails with
+ *                 ENOMEM, its frees past the sheaf wait for the unlock.
  * Both sheaf modes: the suite runs this once more without rseq
  * (malloc/reentry_norseq). Without the re-entry checks each hangs: the
  * handler waits for a lock its own thread holds (the large malloc for the
- * zone lock; in medium_malloc, malloc_trim's drain for the pcp lock); the
- * watchdog (alarm) turns a hang into a failure. No verdict depends on
- * timing.
+ * zone lock; in medium_malloc, malloc_trim's drain for the pcp lock; in
+ * fork_locks, the zone lock prefork holds; in slab_mutex, slab_mutex),
+ * except slab_mutex in the fallback mode, where every class is made at
+ * start-up: there the handler's allocation takes the class's locks and the
+ * ENOMEM check fails. The watchdog (alarm) turns a hang into a failure. No
+ * verdict depends on timing.
  */
 #define _GNU_SOURCE
 #include "test.h"
@@ -42,6 +54,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #define KiB ((size_t)1024)
 #define MiB ((size_t)1 << 20)
@@ -260,6 +273,103 @@ TEST(medium_malloc)
 	pc_free(p);
 }
 
+/* ---- fork and slab_mutex: their own handlers ---------------------------------- */
+static _Atomic int plain_calls, plain_ok, plain_reentered;
+
+static void fork_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	pc_add_relaxed(&plain_calls, 1);
+	pc_store_relaxed(&plain_reentered, pc_page_reentered());
+	char *p = pc_malloc(MiB); /* the zone's lock: must be free now */
+	if (p) {
+		fill(p, MiB, 0x12);
+		pc_store_relaxed(&plain_ok, filled(p, MiB, 0x12));
+	}
+	pc_free(p);
+	errno = saved;
+}
+
+TEST(fork_locks)
+{
+	pc_store_relaxed(&plain_calls, 0);
+	pc_store_relaxed(&plain_ok, 0);
+	signal(SIGUSR1, fork_handler);
+	pc_store_relaxed(&fired, 0);
+	arm(PC_PAGE_TEST_FORK_LOCKED);
+	pid_t pid = fork();
+	if (pid == 0) /* the child: the signal was the parent's, pending there */
+		_exit(pc_load_relaxed(&plain_calls) == 0 ? 0 : 3);
+	alarm(0);
+	pc_store_relaxed(&armed, -1);
+	signal(SIGUSR1, handler);
+	REQUIRE(pid > 0);
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_EQ(pc_load_relaxed(&fired), 1);
+	CHECK_EQ(pc_load_relaxed(&plain_calls), 1); /* delivered once fork was done */
+	CHECK_EQ(pc_load_relaxed(&plain_reentered), 0);
+	CHECK_EQ(pc_load_relaxed(&plain_ok), 1);
+	CHECK(pc_page_check());
+}
+
+#define FRESH2 7000 /* another class nobody used */
+static char *slab_objs[NSMALL];
+static _Atomic int class_enomem;
+
+static void slab_mutex_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	pc_add_relaxed(&plain_calls, 1);
+	errno = 0;
+	void *p = pc_malloc(FRESH2); /* its cache would be made under slab_mutex */
+	pc_store_relaxed(&class_enomem, p == NULL && errno == ENOMEM);
+	pc_free(p);
+	for (int i = 0; i < NSMALL; i++) /* past the sheaf: frees deferred */
+		pc_free(slab_objs[i]);
+	errno = saved;
+}
+
+static void raise_in_exclusive(struct pc_cache *s)
+{
+	(void)s;
+	if (pc_load_relaxed(&fired) == 0) {
+		pc_store_relaxed(&fired, 1);
+		raise(SIGUSR1); /* delivered before raise returns: slab_mutex held */
+	}
+}
+
+TEST(slab_mutex)
+{
+	struct pc_cache *c = pc_cache_create("reentry-destroy", 200, 0, NULL);
+	REQUIRE(c);
+	void *o = pc_cache_alloc(c);
+	REQUIRE(o);
+	pc_cache_free(c, o);
+	for (int i = 0; i < NSMALL; i++)
+		REQUIRE((slab_objs[i] = pc_malloc(SMALL)) != NULL);
+	pc_store_relaxed(&plain_calls, 0);
+	pc_store_relaxed(&fired, 0);
+	signal(SIGUSR1, slab_mutex_handler);
+	pc_store_relaxed(&pc_slab_exclusive_test_hook, raise_in_exclusive);
+	alarm(60);
+	size_t left = pc_cache_destroy(c);
+	alarm(0);
+	pc_store_relaxed(&pc_slab_exclusive_test_hook, NULL);
+	signal(SIGUSR1, handler);
+	CHECK_EQ(left, 0);
+	CHECK_EQ(pc_load_relaxed(&plain_calls), 1);
+	CHECK_EQ(pc_load_relaxed(&class_enomem), 1);
+	CHECK(pc_load_relaxed(&pc_sheaf_deferred) == NULL); /* freed at the unlock */
+	void *p = pc_malloc(FRESH2); /* now the class is made */
+	CHECK(p != NULL);
+	pc_free(p);
+	CHECK(pc_page_check());
+}
+
 int main(void)
 {
 	REQUIRE(pc_malloc_init());
@@ -273,6 +383,8 @@ int main(void)
 	RUN(large_free);
 	RUN(slab_refill);
 	RUN(medium_malloc);
+	RUN(fork_locks);
+	RUN(slab_mutex);
 	pc_store_relaxed(&pc_page_test_hook, NULL);
 	return test_report();
 }
