@@ -82,6 +82,14 @@ struct PC_CACHE_ALIGNED medium_cpu { /* one per CPU: no shared lines */
 	/* Frees of each class that found the budget used up since its last
 	 * look at other classes (relaxed, racy: a rate, not a count). */
 	_Atomic uint8_t miss[PC_MEDIUM_CLASSES];
+	/* The bound that follows demand ("The bound's demand", below): pages
+	 * raised above MEDIUM_BASE_PAGES (relaxed, racy: a lost raise is one
+	 * quantum less); refused[k]: blocks of class k that went to the pages
+	 * at the bound and no miss used up yet (saturating); refusing: one did
+	 * since the last decay pass (relaxed, racy, plain stores). */
+	_Atomic uint32_t raise;
+	_Atomic uint8_t refusing;
+	_Atomic uint8_t refused[PC_MEDIUM_CLASSES];
 };
 
 static char *medium_stacks;                 /* [cpu][class] stacks of MEDIUM_STACK_BYTES */
@@ -92,6 +100,46 @@ static _Atomic uint32_t medium_budget; /* malloc.medium_cache_kb in pages */
 static struct os_rseq_stack medium_empty __attribute__((aligned(64)));
 /* Serialises decay passes (sig, idle): the release thread's and tests'. */
 static struct pc_spin medium_decay_lock;
+
+/* ---- the bound's demand ---------------------------------------------------------- */
+/*
+ * malloc.medium_cache_kb is a ceiling, not what every CPU keeps: a CPU's
+ * bound starts at MEDIUM_BASE_PAGES (256 KiB, or the ceiling if lower) and
+ * follows demand, as the slab layer's barn bound does (slab/barn.c, "The
+ * bound"). A free that finds the bound used up gives its block to the pages
+ * and counts a refusal in its class; a later malloc of that class that the
+ * cache cannot serve (a miss) uses one up and raises the CPU's bound by
+ * MEDIUM_RAISE_PAGES: the cache would have served that miss had the bound
+ * been higher. The raise is a fixed quantum, not the block's size: a hit
+ * saves one trip to the page allocator whatever the block's size, so a
+ * program that calls often (bench_mixed) grows the bound fast and one that
+ * touches big blocks between rare calls (bench_large) slowly. Each decay
+ * pass halves the raise of a CPU that refused nothing since the previous
+ * pass (its demand is met or over; a loop that still needs it raises it
+ * again) and flushes that CPU if its stacks' capacities are then above its
+ * bound (they grow again within it); every pass forgets the refusals. A
+ * flush of a CPU (idle decay, trim, out of memory, a lower ceiling) resets
+ * its raise. Thread mode (medium_thread.c) keeps its fixed bound.
+ */
+#define MEDIUM_BASE_PAGES  64u /* 256 KiB */
+#define MEDIUM_RAISE_PAGES 4u  /* 16 KiB per miss the cache would have served */
+_Static_assert(PC_MEDIUM_STACK_MAX <= 255 && PC_MEDIUM_CLASSES <= 255, "flags and rates in bytes");
+
+/* The CPU's bound in pages: base + raise, within the ceiling. */
+static uint32_t medium_bound(struct medium_cpu *mc)
+{
+	uint32_t ceiling = pc_load_relaxed(&medium_budget);
+	return PC_MIN(ceiling, MEDIUM_BASE_PAGES + pc_load_relaxed(&mc->raise));
+}
+
+static void medium_note_refused(struct medium_cpu *mc, unsigned k)
+{
+	uint8_t n = pc_load_relaxed(&mc->refused[k]);
+	if (n < UINT8_MAX)
+		pc_store_relaxed(&mc->refused[k], (uint8_t)(n + 1));
+	if (!pc_load_relaxed(&mc->refusing))
+		pc_store_relaxed(&mc->refusing, 1);
+}
 
 static struct os_rseq_stack *medium_stack_of(unsigned cpu, unsigned k)
 {
@@ -169,7 +217,7 @@ static bool medium_worth_growing(struct medium_cpu *mc, struct os_rseq_stack *st
 	uint32_t cap = medium_load_relaxed_u32(&st->capacity), used = pc_load_relaxed(&mc->used);
 	if (cap >= PC_MEDIUM_STACK_MAX)
 		return false;
-	if (used + pages <= pc_load_relaxed(&medium_budget))
+	if (used + pages <= medium_bound(mc))
 		return true; /* room in the budget */
 	if (used <= cap * pages)
 		return false; /* nothing elsewhere to take back */
@@ -198,7 +246,7 @@ static bool medium_grow(unsigned pages)
 		medium_leave();
 		return false; /* a flusher or another slow path: go to the pages */
 	}
-	uint32_t budget = pc_load_relaxed(&medium_budget);
+	uint32_t budget = medium_bound(mc);
 	uint32_t cap = medium_load_relaxed_u32(&st->capacity);
 	/* Grow by half again (at least one block), up to the stack's room. */
 	uint32_t to = PC_MIN(PC_MEDIUM_STACK_MAX, cap + PC_MAX(1u, cap / 2));
@@ -222,7 +270,36 @@ PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 	medium_decay_tick();
 	if (medium_grow(pages) && os_rseq_push(medium_slot_of(0, pages - PC_MEDIUM_MIN_PAGES), p) == 1)
 		return;
+	/* Refused at the bound (not at the stack's room, not a busy lock). */
+	int32_t cpu = os_rseq_cpu_id();
+	if (cpu >= 0 && (unsigned)cpu < medium_ncpus) {
+		struct medium_cpu *mc = &medium_cpus[cpu];
+		struct os_rseq_stack *st = medium_stack_of((unsigned)cpu, pages - PC_MEDIUM_MIN_PAGES);
+		if (medium_load_relaxed_u32(&st->capacity) < PC_MEDIUM_STACK_MAX &&
+		    pc_load_relaxed(&mc->used) + pages > medium_bound(mc))
+			medium_note_refused(mc, pages - PC_MEDIUM_MIN_PAGES);
+	}
 	pc_free_run(p, pages);
+}
+
+/* A medium malloc the cache could not serve (large.c): raise the bound of
+ * this CPU if its class was refused since its last miss; then the decay's
+ * tick. Racy flags and raise: a lost raise is one quantum less. */
+PC_NOINLINE void medium_cache_miss(size_t pages)
+{
+	int32_t cpu = os_rseq_cpu_id();
+	if (pc_load_relaxed(&pc_medium_slots) && cpu >= 0 && (unsigned)cpu < medium_ncpus) {
+		struct medium_cpu *mc = &medium_cpus[cpu];
+		unsigned k = (unsigned)pages - PC_MEDIUM_MIN_PAGES;
+		uint8_t refused = pc_load_relaxed(&mc->refused[k]);
+		if (refused) {
+			pc_store_relaxed(&mc->refused[k], (uint8_t)(refused - 1));
+			uint32_t raise = pc_load_relaxed(&mc->raise);
+			if (MEDIUM_BASE_PAGES + raise < pc_load_relaxed(&medium_budget))
+				pc_store_relaxed(&mc->raise, raise + MEDIUM_RAISE_PAGES);
+		}
+	}
+	medium_decay_tick();
 }
 
 PC_NOINLINE PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p)
@@ -266,6 +343,7 @@ static size_t medium_flush_cpus_entered(bool idle_only)
 			pc_store_release((void *_Atomic *)medium_slot_of(c, k), (void *)st);
 		}
 		pc_store_relaxed(&medium_cpus[c].used, 0);
+		pc_store_relaxed(&medium_cpus[c].raise, 0);
 		pc_spin_unlock(&medium_cpus[c].lock);
 	}
 	return pages << PC_PAGE_SHIFT;
@@ -311,10 +389,28 @@ static uint64_t medium_signature(unsigned c, bool *holds)
 static size_t medium_decay_locked(void)
 {
 	for (unsigned c = 0; c < medium_ncpus; c++) {
+		struct medium_cpu *mc = &medium_cpus[c];
 		bool holds;
 		uint64_t sig = medium_signature(c, &holds);
-		medium_cpus[c].idle = holds && sig == medium_cpus[c].sig;
-		medium_cpus[c].sig = sig;
+		mc->idle = holds && sig == mc->sig;
+		mc->sig = sig;
+		/* The bound's decay: no refusal since the last pass halves the
+		 * raise; capacities above the new bound are flushed. The used
+		 * capacity is read under the CPU's lock after the new raise is
+		 * stored: a grow that took the lock before has counted its
+		 * capacity, one after reads the new bound. */
+		bool refusing = pc_load_relaxed(&mc->refusing) != 0;
+		pc_store_relaxed(&mc->refusing, 0);
+		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
+			if (pc_load_relaxed(&mc->refused[k]))
+				pc_store_relaxed(&mc->refused[k], 0);
+		uint32_t raise = pc_load_relaxed(&mc->raise);
+		if (refusing || raise == 0)
+			continue;
+		pc_store_relaxed(&mc->raise, raise / 2);
+		pc_spin_lock(&mc->lock);
+		mc->idle |= pc_load_relaxed(&mc->used) > medium_bound(mc);
+		pc_spin_unlock(&mc->lock);
 	}
 	return medium_flush_cpus(true);
 }
@@ -368,6 +464,14 @@ PC_NOINLINE void medium_decay_tick(void)
 		pc_spin_unlock(&medium_decay_lock);
 	}
 	medium_leave();
+}
+
+/* A CPU's bound now (its raise and the ceiling; racy: for tests and statistics). */
+size_t medium_bound_bytes(unsigned cpu)
+{
+	if (!pc_load_acquire(&pc_medium_slots) || cpu >= medium_ncpus)
+		return 0;
+	return (size_t)medium_bound(&medium_cpus[cpu]) << PC_PAGE_SHIFT;
 }
 
 size_t medium_cached_bytes(void)

@@ -584,11 +584,17 @@ static int oom_child(void)
 		return 2;
 	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 64 * 1024);
 	static char *big[64];
-	for (int i = 0; i < 64; i++)
-		if (!(big[i] = pc_malloc(256 * KiB)))
-			return 3;
-	for (int i = 0; i < 64; i++)
-		pc_free(big[i]);
+	/* Rounds until the bound has grown to hold them all (rseq: each miss
+	 * after a refusal raises it; thread mode: 8 a class at most). */
+	for (int round = 0; round < 200; round++) {
+		for (int i = 0; i < 64; i++)
+			if (!(big[i] = pc_malloc(256 * KiB)))
+				return 3;
+		for (int i = 0; i < 64; i++)
+			pc_free(big[i]);
+		if (!rseq_mode() || medium_cached_bytes() == 16 * MiB)
+			break;
+	}
 	bool on = cache_on();
 	/* All 64 on CPU 0's stack; 8 (the most per class) in a thread's array. */
 	if (medium_cached_bytes() != (rseq_mode() ? 16 * MiB : on ? 2 * MiB : 0))
