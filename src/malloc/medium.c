@@ -78,7 +78,8 @@ struct PC_CACHE_ALIGNED medium_cpu { /* one per CPU: no shared lines */
 	_Atomic uint32_t used;
 	uint32_t cursor; /* next class to take unused capacity from (lock) */
 	uint64_t sig;    /* the stacks' counts at the last decay pass (medium_decay_lock) */
-	bool idle;       /* the last decay pass found them unchanged (medium_decay_lock) */
+	bool idle;       /* the last decay pass flushes it (medium_decay_lock) */
+	bool shrunk;     /* ... only for a lowered bound: its raise kept (same) */
 	/* Frees of each class that found the budget used up since its last
 	 * look at other classes (relaxed, racy: a rate, not a count). */
 	_Atomic uint8_t miss[PC_MEDIUM_CLASSES];
@@ -343,7 +344,8 @@ static size_t medium_flush_cpus_entered(bool idle_only)
 			pc_store_release((void *_Atomic *)medium_slot_of(c, k), (void *)st);
 		}
 		pc_store_relaxed(&medium_cpus[c].used, 0);
-		pc_store_relaxed(&medium_cpus[c].raise, 0);
+		if (!idle_only || !medium_cpus[c].shrunk)
+			pc_store_relaxed(&medium_cpus[c].raise, 0);
 		pc_spin_unlock(&medium_cpus[c].lock);
 	}
 	return pages << PC_PAGE_SHIFT;
@@ -393,6 +395,7 @@ static size_t medium_decay_locked(void)
 		bool holds;
 		uint64_t sig = medium_signature(c, &holds);
 		mc->idle = holds && sig == mc->sig;
+		mc->shrunk = false;
 		mc->sig = sig;
 		/* The bound's decay: no refusal since the last pass halves the
 		 * raise; capacities above the new bound are flushed. The used
@@ -409,8 +412,9 @@ static size_t medium_decay_locked(void)
 			continue;
 		pc_store_relaxed(&mc->raise, raise / 2);
 		pc_spin_lock(&mc->lock);
-		mc->idle |= pc_load_relaxed(&mc->used) > medium_bound(mc);
+		mc->shrunk = !mc->idle && pc_load_relaxed(&mc->used) > medium_bound(mc);
 		pc_spin_unlock(&mc->lock);
+		mc->idle |= mc->shrunk;
 	}
 	return medium_flush_cpus(true);
 }

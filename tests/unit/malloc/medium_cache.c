@@ -23,6 +23,13 @@
  *  decay             a decay pass flushes a CPU unchanged since the last
  *                    pass (the second through the release thread's pass),
  *                    and keeps one that changed.
+ *  bound_follows_demand  rseq: CPU 0's bound starts at 256 KiB (64 frees
+ *                    of 16 KiB keep 256 KiB), grows with misses that follow
+ *                    refusals until the third round keeps all 64, halves
+ *                    its raise in a decay pass that follows one without
+ *                    refusals (capacities above it flushed), and is back at
+ *                    256 KiB after more passes (decay passes called
+ *                    directly; the ticks' passes held off by the depth).
  *  decay_ticks       without the release thread, medium misses run the
  *                    decay (every 16th, once the page clock passed the
  *                    delay, moved by hand): a CPU unchanged for two passes
@@ -216,6 +223,68 @@ TEST(decay)
 		CHECK_EQ(medium_cached_bytes(), 80 * KiB);
 	/* Unchanged since: the release thread's pass (its hook) flushes it. */
 	pc_page_release_thread_pass();
+	CHECK_EQ(medium_cached_bytes(), 0);
+}
+
+/* A change of CPU 0's stacks that refuses nothing: two cached 16 KiB blocks
+ * (or two misses) out, back in the other order (the top differs). */
+static void touch_cpu0(void)
+{
+	char *p = pc_malloc(16 * KiB), *q = pc_malloc(16 * KiB);
+	REQUIRE(p && q);
+	pc_free(p);
+	pc_free(q);
+}
+
+TEST(bound_follows_demand)
+{
+	if (!rseq_mode())
+		return; /* thread mode keeps its fixed bound */
+	REQUIRE(pin_cpu(0));
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	pc_trim();
+	const size_t base = 256 * KiB;
+	/* Starts small: 64 frees of 16 KiB keep 256 KiB, not 2 MiB. */
+	CHECK_EQ(medium_bound_bytes(0), base);
+	/* No decay pass but those called below (a signal handler's depth
+	 * stops the ticks' passes, whatever the clock says). */
+	pc_medium_depth++;
+	static char *b[64];
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 64; i++)
+			REQUIRE((b[i] = pc_malloc(16 * KiB)) != NULL);
+		for (int i = 0; i < 64; i++) {
+			pc_free(b[i]);
+			CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
+			CHECK(medium_capacity_bytes(0) <= medium_bound_bytes(0));
+		}
+		if (round == 0)
+			CHECK_EQ(medium_cached_bytes(), base);
+	}
+	/* Grows with demand: the misses after refusals raised it, so the
+	 * third round keeps all 64 blocks. */
+	CHECK(medium_bound_bytes(0) >= 64 * 16 * KiB);
+	CHECK_EQ(medium_cached_bytes(), 64 * 16 * KiB);
+	/* Decays when demand stops: a pass forgets the refusals, the next
+	 * (nothing refused since) halves the raise and flushes capacities above
+	 * the new bound; the stacks change before each pass (not idle). */
+	touch_cpu0();
+	medium_decay();
+	size_t raised = medium_bound_bytes(0);
+	CHECK(raised > base);
+	touch_cpu0();
+	medium_decay();
+	CHECK_EQ(medium_bound_bytes(0), base + (raised - base) / 2);
+	CHECK(medium_capacity_bytes(0) <= medium_bound_bytes(0));
+	CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
+	for (int pass = 0; pass < 32; pass++) {
+		touch_cpu0();
+		medium_decay();
+	}
+	CHECK_EQ(medium_bound_bytes(0), base);
+	CHECK(medium_capacity_bytes(0) <= base);
+	pc_medium_depth--;
+	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);
 }
 
@@ -644,6 +713,7 @@ int main(void)
 	RUN(decay);
 	RUN(threads_migrate);
 	RUN(decay_ticks);
+	RUN(bound_follows_demand);
 	RUN(reentered_no_reclaim);
 	RUN(tunable_live);
 	RUN(fork_during);
