@@ -13,14 +13,17 @@
  *
  * Bound: every stack of CPU c has a capacity (its objects[] has room for
  * PC_MEDIUM_STACK_MAX), and sum over k of capacity(k, c) * n(k) pages is at
- * most malloc.medium_cache_kb per CPU. Capacities start at 0 and change only
+ * most c's bound: 256 KiB at first, raised by demand and lowered by decay
+ * passes within malloc.medium_cache_kb (the ceiling; "The bound's demand"
+ * below). Capacities start at 0 and change only
  *   - in a free's slow path (the stack was full): under c's lock, on CPU c,
  *     with os_rseq_stack_resize (an rseq store that fails unless it runs on
  *     c, and only lowers a capacity to >= the count): the class grows by
  *     half again within the budget, after taking back the unused capacity
  *     (capacity - count) of other classes of c, then their blocks (evicted
  *     to the page allocator), when the budget has not enough left;
- *   - in a flush (below), which sets them to 0.
+ *   - in a flush (below), which sets them to 0 (a decay pass flushes a CPU
+ *     whose capacities are above its lowered bound).
  * So the bytes a CPU's stacks hold never exceed the budget: a push commits
  * only below the capacity it read in its section, and a lowered capacity
  * aborts every section of that CPU that read the old one.
@@ -114,7 +117,9 @@ static struct pc_spin medium_decay_lock;
  * been higher. The raise is a fixed quantum, not the block's size: a hit
  * saves one trip to the page allocator whatever the block's size, so a
  * program that calls often (bench_mixed) grows the bound fast and one that
- * touches big blocks between rare calls (bench_large) slowly. Each decay
+ * touches big blocks between rare calls (bench_large) slowly: there a
+ * 2 MiB cache per CPU bought no time and cost about 4 MB of peak RSS at 2
+ * threads (docs/pages-medium.md). Each decay
  * pass halves the raise of a CPU that refused nothing since the previous
  * pass (its demand is met or over; a loop that still needs it raises it
  * again) and flushes that CPU if its stacks' capacities are then above its
@@ -123,7 +128,7 @@ static struct pc_spin medium_decay_lock;
  * its raise. Thread mode (medium_thread.c) keeps its fixed bound.
  */
 #define MEDIUM_BASE_PAGES  64u /* 256 KiB */
-#define MEDIUM_RAISE_PAGES 4u  /* 16 KiB per miss the cache would have served */
+#define MEDIUM_RAISE_PAGES 1u  /* 4 KiB per miss the cache would have served */
 _Static_assert(PC_MEDIUM_STACK_MAX <= 255 && PC_MEDIUM_CLASSES <= 255, "flags and rates in bytes");
 
 /* The CPU's bound in pages: base + raise, within the ceiling. */
