@@ -50,8 +50,8 @@
 	  "dirty free memory a zone may keep whatever its age (floor of the bound)")\
 	X(VM_RELEASE_DELAY_MS, "vm.release_delay_ms", 1000, 0, 1L << 40, 1,        \
 	  "free pages go back to the OS after staying free this long; 0 = at once")\
-	X(VM_RELEASE_THREAD, "vm.release_thread", 0, 0, 1, 1,                      \
-	  "1 = a background thread releases free pages even when the program idles")\
+	X(VM_RELEASE_THREAD, "vm.release_thread", 2, 0, 2, 1,                      \
+	  "a background thread releases free pages when the program idles: 0 = never, 1 = always, 2 = auto (once a zone's free pool outgrows vm.release_watermark_kb)")\
 	X(VM_RELEASE_ADVICE, "vm.release_advice", 0, 0, 1, 1,                      \
 	  "how pages go back: 0 = madvise(MADV_DONTNEED), 1 = MADV_FREE")          \
 	X(VM_HUGE_CACHE_KB, "vm.huge_cache_kb", 262144, 0, 1L << 40, 1,            \

@@ -438,7 +438,9 @@ size_t medium_decay(void)
 
 /* ---- decay without the release thread --------------------------------------- */
 /*
- * With vm.release_thread=0 no pass calls medium_decay, so the slow paths do:
+ * Without the release thread (vm.release_thread=0, or auto before it
+ * starts: pc_page_release_thread_active) no pass calls medium_decay, so the
+ * slow paths do:
  * every MEDIUM_TICK_EVERY-th tick of a thread reads the page clock, and the
  * one that finds the due time passed and moves it on (compare-and-swap:
  * one winner) runs a pass, unless its thread holds a medium lock (a signal
@@ -455,7 +457,7 @@ static __thread unsigned char medium_ticks PC_MEDIUM_TLS;
 PC_NOINLINE void medium_decay_tick(void)
 {
 	if (++medium_ticks % MEDIUM_TICK_EVERY != 0 || medium_reentered() ||
-	    pc_option(PC_OPT_VM_RELEASE_THREAD) != 0) /* the thread's passes do it */
+	    pc_page_release_thread_active()) /* the thread's passes do it */
 		return;
 	uint64_t now = pc_page_clock_ns(), due = pc_load_relaxed(&medium_tick_due_ns);
 	uint64_t next = now + (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;

@@ -499,6 +499,16 @@ void pc_page_release_thread_poll(void);
 /* Whether the background release thread is running, and how many passes it
  * has finished (for tests: a pass that starts after a change sees it). */
 bool pc_page_release_thread_running(void);
+/* Whether release passes are the background thread's business: with
+ * vm.release_thread=1 (even before the thread starts), or in auto mode (2,
+ * the default) once the thread has been started. The zones' bound counts
+ * the recent peak only then, and the layers above leave their decay to the
+ * thread's hooks only then (else they tick it from their slow paths). */
+bool pc_page_release_thread_active(void);
+/* Auto mode: a release pass found a zone's dirty memory over its floor with
+ * no thread running, so the next pc_page_release_thread_poll starts one
+ * (cleared in a fork child and when the thread exits). For tests. */
+bool pc_page_release_thread_wanted(void);
 uint64_t pc_page_release_thread_passes(void);
 /* The release thread's pass hooks: functions of the layers above (the slab
  * layer's decay, sheaf_decay.c; malloc's expiry of cached huge mappings,

@@ -68,6 +68,38 @@ static uint64_t delay_ns(void)
 	return (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
 }
 
+/* ---- the background thread's state (the thread itself: below) ---------------- */
+/*
+ * vm.release_thread: 0 never a thread, 1 a thread from the first malloc slow
+ * path on, 2 (auto, the default) a thread only once a zone's free pool has
+ * outgrown its floor (below): small programs never get one.
+ * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
+ * the poll that wins the compare-and-swap, back to 0 by the thread as it
+ * exits (or by the poll whose start failed, or in a fork child, where the
+ * thread does not exist). thread_wanted (auto): set by a pass that found its
+ * zone's dirty memory over the floor with no thread running; the next poll
+ * (a malloc slow path, no lock held) starts the thread. Cleared in a fork
+ * child. retry_ns: after a failed start, no new try before this page-clock
+ * time. All relaxed but where the thread's exit is handed over (acquire /
+ * release on thread_state); the flags order no other data.
+ */
+static _Atomic uint32_t thread_state;
+static _Atomic bool thread_wanted;
+static _Atomic uint64_t retry_ns;
+
+#define RELEASE_THREAD_AUTO 2
+
+bool pc_page_release_thread_active(void)
+{
+	long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
+	return mode == 1 || (mode == RELEASE_THREAD_AUTO && pc_load_relaxed(&thread_state) != 0);
+}
+
+bool pc_page_release_thread_wanted(void)
+{
+	return pc_load_relaxed(&thread_wanted);
+}
+
 /*
  * The bound: dirty pages a zone may keep whatever their age. At least the
  * watermark and a quarter of the memory in use (a big program's free pool in
@@ -80,17 +112,21 @@ static uint64_t delay_ns(void)
  * were resident at the peak. Free memory that cannot be reused (fragments
  * too small for what is asked next) still goes at once as soon as new memory
  * is taken beside it: the footprint then passes the peak. Memory that stays
- * free goes after the delay, by age. The peak's part counts only while
- * vm.release_thread is on: without the thread a program that frees at its
- * peak and then makes no call would keep all of it (no pass ever runs), so
- * the bound is then the watermark and the quarter alone, and what exceeds
- * them goes at once.
+ * free goes after the delay, by age. The peak's part counts only while the
+ * background thread does the passes (pc_page_release_thread_active:
+ * vm.release_thread=1, or auto with the thread started): without it a
+ * program that frees at its peak and then makes no call would keep all of
+ * it (no pass ever runs), so the bound is then the watermark and the
+ * quarter alone, and what exceeds them goes at once. In auto mode that
+ * moment (dirty memory over the floor, no thread) is what starts the
+ * thread (zone_release_pass sets thread_wanted), so a program that cycles
+ * more than the floor faults its excess back in once, not every round.
  */
 static size_t bound_pages(const struct pc_zone *z, size_t used_pages)
 {
 	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
 	size_t floor = PC_MAX(mark, used_pages / 4);
-	if (!pc_option(PC_OPT_VM_RELEASE_THREAD))
+	if (!pc_page_release_thread_active())
 		return floor; /* no thread: nothing would release the peak's part in an idle program */
 	size_t peak = pc_load_relaxed(&((struct pc_zone *)(uintptr_t)z)->peak_hint);
 	return PC_MAX(floor, peak > used_pages ? peak - used_pages : 0);
@@ -216,7 +252,14 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now, bool timed)
 	zone_roll_peak_locked(z, now);
 	pc_lock_release(&z->lock);
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
-	size_t released = zone_release_until(z, due_before, bound_pages(z, used));
+	size_t bound = bound_pages(z, used);
+	/* Auto: over the floor with no thread (and a delay: with none, the
+	 * thread would keep nothing and wake every 10 ms), so the next poll
+	 * starts one, and the peak's part counts from then on. */
+	if (pc_load_relaxed(&z->dirty_hint) > bound && delay != 0 &&
+	    pc_option(PC_OPT_VM_RELEASE_THREAD) == RELEASE_THREAD_AUTO && pc_load_relaxed(&thread_state) == 0)
+		pc_store_relaxed(&thread_wanted, true);
+	size_t released = zone_release_until(z, due_before, bound);
 	/* free runs in chunks still partly used: by age only (run.c) */
 	released += zone_run_release_due(z, due_before);
 	zone_unmap_maybe(z); /* whole regions given back: their address space */
@@ -274,16 +317,8 @@ size_t page_release_due(void)
 }
 
 /* ---- the background thread ------------------------------------------------ */
-/*
- * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
- * the poll that wins the compare-and-swap, back to 0 by the thread as it
- * exits (or by the poll whose start failed, or in a fork child, where the
- * thread does not exist). thread_wake: a futex word the thread sleeps on;
- * bumped when an option it reads changes, so that it notices at once.
- * retry_ns: after a failed start, no new try before this page-clock time.
- */
-static _Atomic uint32_t thread_state, thread_wake;
-static _Atomic uint64_t retry_ns;
+/* (thread_state, thread_wanted and retry_ns: declared with the bound, above) */
+static _Atomic uint32_t thread_wake;
 static _Atomic uint64_t thread_passes; /* passes the thread has finished */
 /* The pass hooks of the layers above (pc_page_release_hook_add), in the
  * order they were added. An adder claims a slot by compare-and-swap of
@@ -335,6 +370,7 @@ static void *release_thread_main(void *arg)
 			break;
 		os_futex_wait_timeout(&thread_wake, seen, thread_interval_ns());
 	}
+	pc_store_relaxed(&thread_wanted, false); /* auto: a new one when the pool outgrows its floor again */
 	/* Release: a poll that sees 0 may start a new thread at once. */
 	pc_store_release(&thread_state, 0);
 	return NULL;
@@ -367,9 +403,12 @@ void zone_release_init(void)
 
 void pc_page_release_thread_poll(void)
 {
-	if (pc_likely(pc_option(PC_OPT_VM_RELEASE_THREAD) == 0))
+	long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
+	if (pc_likely(mode == 0))
 		return;
 	if (pc_likely(pc_load_relaxed(&thread_state) != 0))
+		return;
+	if (pc_likely(mode == RELEASE_THREAD_AUTO && !pc_load_relaxed(&thread_wanted)))
 		return;
 	if (pc_page_clock_ns() < pc_load_relaxed(&retry_ns))
 		return;
@@ -397,6 +436,7 @@ bool pc_page_release_thread_running(void)
 void zone_release_fork_child(void)
 {
 	pc_store_relaxed(&thread_state, 0);
+	pc_store_relaxed(&thread_wanted, false); /* auto: the child starts one when it needs one */
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		pc_store_relaxed(&pc_zone_get(i)->releasing, 0);
 }

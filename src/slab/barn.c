@@ -184,11 +184,12 @@ static size_t sheaf_bytes(struct pc_cache *s)
 }
 
 /* slub.barn_max_kb in bytes; -1 (the default): 4 MiB while the release
- * thread runs (its decay passes give an idle program's raises back), else
- * 1 MiB (nothing gives them back until the next slow path or trim). */
+ * thread does the passes (pc_page_release_thread_active: its decay passes
+ * give an idle program's raises back), else 1 MiB (nothing gives them back
+ * until the next slow path or trim). */
 long barn_max_kb_resolved(void)
 {
-	return pc_option(PC_OPT_VM_RELEASE_THREAD) ? 4096 : 1024;
+	return pc_page_release_thread_active() ? 4096 : 1024;
 }
 
 static size_t barn_budget(void)
