@@ -89,7 +89,7 @@
 	X(SLUB_BARN_SHEAVES, "slub.barn_sheaves", 8, 0, 4096, 1,                   \
 	  "full and empty sheaves a barn (per cache and node) keeps, each")        \
 	X(SLUB_BARN_MAX_KB, "slub.barn_max_kb", -1, -1, 1L << 20, 1,              \
-	  "KiB of full sheaves all barns together may keep beyond barn_sheaves, raised with demand; -1 = 4096 with vm.release_thread, else 1024; 0 = no growth") \
+	  "KiB of full sheaves all barns together may keep beyond barn_sheaves, raised with demand; -1 = 4096 while the release thread runs, else 1024; 0 = no growth") \
 	X(SLUB_SHEAF_MODE, "slub.sheaf_mode", -1, -1, 2, 0,                        \
 	  "sheaf fast path: -1 = rseq if available, 2 = per-thread; then reads the mode in use (1 rseq, 2 per-thread)") \
 	X(SLUB_DEBUG, "slub.debug", 0, 0, 31, 0,                                   \

@@ -55,13 +55,15 @@
  * Delayed release (release.c): a dirty free block carries the page-clock time
  * it was freed (freed_ns); it goes back to the OS only once it has stayed
  * free for vm.release_delay_ms, in batches, from the slow paths of the zone
- * (frees into the zone, pcp refills and drains) or from the optional
- * background thread (vm.release_thread). The dirty free memory of a zone is
- * also bounded, so that it never lifts the zone's footprint (in use + dirty
- * free) above the most it had in use in the last two windows of a quarter
- * delay each (release.c, bound_pages):
- * above max(vm.release_watermark_kb, a quarter of the memory in use, and,
- * only while vm.release_thread is on, that recent peak of use less the use
+ * (frees into the zone, pcp refills and drains) or from the background
+ * thread (vm.release_thread: 1 always, 2 = auto, the default: started once
+ * a zone's dirty memory outgrows the floor below). The dirty free memory of
+ * a zone is also bounded, so that it never lifts the zone's footprint (in
+ * use + dirty free) above the most it had in use in the last two windows of
+ * a quarter delay each (release.c, bound_pages): above
+ * max(vm.release_watermark_kb, a quarter of the memory in use (the floor),
+ * and, only while the thread does the passes
+ * (pc_page_release_thread_active), that recent peak of use less the use
  * now) the oldest blocks go at once. Without the thread an idle program runs
  * no pass, so the peak's part would keep its memory for good.
  * pc_page_trim releases all.

@@ -13,16 +13,21 @@
  * When: timed passes run from the zone's slow paths (a free into the zone, a
  * pcp drain or refill), at most every delay/4 per zone, so that no fast path
  * reads the clock (a zone over its bound, below, runs an untimed pass at
- * once); and from the background thread (vm.release_thread=1) for
- * programs that go idle. Each of the thread's passes first calls the hook a
- * layer above registered (pc_page_release_hook_set: the slab layer's decay
- * of idle sheaves and slabs), so an idle program's objects come back as
- * pages that then age here; the page layer never calls up otherwise. A pass releases every block freed more than the
+ * once); and from the background thread for programs that go idle
+ * (vm.release_thread: 1 = from the first malloc slow path on; 2 = auto,
+ * the default: once a pass finds a zone's dirty memory over the floor of
+ * its bound with no thread running, the next malloc slow path starts it,
+ * so a program that never holds more than the floor free never gets one).
+ * Each of the thread's passes first calls the hooks the layers above
+ * registered (pc_page_release_hook_add: the slab layer's decay of idle
+ * sheaves and slabs, malloc's huge and medium caches), so an idle
+ * program's objects come back as pages that then age here; the page layer
+ * never calls up otherwise. A pass releases every block freed more than the
  * delay ago, oldest first, and, whatever its age, what exceeds the bound
  * (bound_pages: max(vm.release_watermark_kb, a quarter of the zone's memory
- * in use, and, with the background thread on, its recent peak of use less
- * the use now)), so that the pool of free resident memory never lifts the
- * footprint above a recent peak.
+ * in use, and, while the background thread does the passes, its recent
+ * peak of use less the use now)), so that the pool of free resident memory
+ * never lifts the footprint above a recent peak.
  *
  * Each timed pass also lets the per-CPU lists of the zone decay (pcp_decay
  * in pcp.c, which frees what it drains with the pcp lock dropped), so that

@@ -1,7 +1,7 @@
 /*
  * tests/unit/page/release.c - free memory goes back to the OS.
  *
- *  (a0) Without the background thread (vm.release_thread=0, the default),
+ *  (a0) Without the background thread (vm.release_thread=0; auto before it starts),
  *      the bound has no peak part: 256 MiB of touched blocks freed with the
  *      watermark at 8 MiB and a delay of an hour go back at once, down to
  *      the watermark, before any pass: a program that goes idle right after
