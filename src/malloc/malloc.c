@@ -31,13 +31,18 @@ void malloc_reclaim(void)
 	huge_cache_flush(); /* the delayed pool goes back before we fail */
 }
 
-/* Start the release thread if it is wanted and missing; never from a signal
- * handler that interrupted the allocator (pthread_create allocates and is
- * not async-signal-safe). */
+/* Start the page layer's release thread if it is wanted (page.h). Called at
+ * the end of malloc's slow path, where this thread holds no allocator lock;
+ * not from free (glibc frees under its own thread-stack lock, and a free
+ * needs no thread to make progress), nor from a signal handler that
+ * interrupted the allocator (pthread_create allocates and is not
+ * async-signal-safe): a later malloc slow path starts it. A handler that
+ * allocates while its thread is inside the C library's own thread code can
+ * still get here: docs/pages.md says to set vm.release_thread=0 for such
+ * programs. */
 static void release_poll(void)
 {
-	if (pc_unlikely(pc_option(PC_OPT_VM_RELEASE_THREAD) != 0) && !pc_slab_reentered() &&
-	    !medium_reentered())
+	if (pc_option(PC_OPT_VM_RELEASE_THREAD) != 0 && !pc_slab_reentered() && !medium_reentered())
 		pc_page_release_thread_poll();
 }
 
@@ -151,7 +156,6 @@ PC_NOINLINE void free_slow(void *p)
 		large_free(pg, p);
 	else if (kind != BLOCK_HUGE || !huge_free(p))
 		bad_pointer("free", p);
-	release_poll(); /* no lock held here */
 	pc_slab_reentry_drain(); /* what a signal handler freed meanwhile (malloc.h) */
 	errno = saved;
 }

@@ -28,7 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define OS_HAVE_SINGLE_THREADED 1
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -423,6 +428,20 @@ int os_thread_start(void *(*fn)(void *), void *arg)
 		return -1;
 	}
 	return 0;
+}
+
+void os_thread_set_name(const char *name)
+{
+	(void)prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
+bool os_single_threaded(void)
+{
+#ifdef OS_HAVE_SINGLE_THREADED
+	return __libc_single_threaded != 0;
+#else
+	return false;
+#endif
 }
 
 /* Not cached: a cached id would be wrong in the child after fork(). */

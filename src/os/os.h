@@ -214,6 +214,15 @@ void os_yield(void);
  * program's signals go to its own threads) and a small stack. 0, or -1 with
  * errno set. pthread_create allocates: call with no allocator lock held. */
 int os_thread_start(void *(*fn)(void *), void *arg);
+/* Name the calling thread (prctl PR_SET_NAME; at most 15 characters shown
+ * in ps -L, top -H, /proc/PID/task/TID/comm). */
+void os_thread_set_name(const char *name);
+/* True while the C library knows the process has never had a second thread
+ * (glibc's __libc_single_threaded, 2.32 and later; false where unknown). A
+ * single-threaded process may rely on staying so (seccomp filters without
+ * clone, unshare(CLONE_NEWUSER), the C library's unlocked stdio), so the
+ * allocator starts no thread of its own there unless asked to. */
+bool os_single_threaded(void);
 /* Kernel thread id of the caller. */
 uint32_t os_thread_id(void);
 /* "symbol.c": the return address of the first frame of the calling stack

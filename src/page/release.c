@@ -16,8 +16,11 @@
  * once); and from the background thread for programs that go idle
  * (vm.release_thread: 1 = from the first malloc slow path on; 2 = auto,
  * the default: once a pass finds a zone's dirty memory over the floor of
- * its bound with no thread running, the next malloc slow path starts it,
- * so a program that never holds more than the floor free never gets one).
+ * its bound with no thread running, the next malloc slow path starts it if
+ * the process already has a second thread, and it leaves again after
+ * RELEASE_IDLE_PASSES passes that found every zone clean; so a program
+ * that never holds more than the floor free, or has one thread, never
+ * gets one).
  * Each of the thread's passes first calls the hooks the layers above
  * registered (pc_page_release_hook_add: the slab layer's decay of idle
  * sheaves and slabs, malloc's huge and medium caches), so an idle
@@ -77,14 +80,17 @@ static uint64_t delay_ns(void)
 /*
  * vm.release_thread: 0 never a thread, 1 a thread from the first malloc slow
  * path on, 2 (auto, the default) a thread only once a zone's free pool has
- * outgrown its floor (below): small programs never get one.
+ * outgrown its floor (below), only in a process that already has a second
+ * thread (os_single_threaded), and only until it has found every zone clean
+ * for RELEASE_IDLE_PASSES passes in a row: small and single-threaded
+ * programs never get one.
  * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
  * the poll that wins the compare-and-swap, back to 0 by the thread as it
  * exits (or by the poll whose start failed, or in a fork child, where the
  * thread does not exist). thread_wanted (auto): set by a pass that found its
  * zone's dirty memory over the floor with no thread running; the next poll
  * (a malloc slow path, no lock held) starts the thread. Cleared in a fork
- * child. retry_ns: after a failed start, no new try before this page-clock
+ * child, when the thread exits and when the option is set to 0. retry_ns: after a failed start, no new try before this page-clock
  * time. All relaxed but where the thread's exit is handed over (acquire /
  * release on thread_state); the flags order no other data.
  */
@@ -362,16 +368,39 @@ static uint64_t thread_interval_ns(void)
 	return PC_MIN(PC_MAX(delay_ns() / 4, (uint64_t)10000000u), (uint64_t)1000000000u);
 }
 
+/* Whether no zone holds free memory that may still be resident (buddy
+ * blocks or runs): a pass would have nothing to release. Relaxed hints. */
+static bool zones_clean(void)
+{
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		if (pc_load_relaxed(&z->dirty_hint) != 0 || pc_load_relaxed(&z->run_dirty_hint) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Auto mode: the thread leaves after this many passes in a row that ended
+ * with every zone clean (4 s at the default delay; the layers above have
+ * had their hooks run as often, so their idle caches came back as pages
+ * and went), rather than waking every delay/4 for the rest of the process;
+ * the next pass that finds a zone over its floor wants a new one. */
+#define RELEASE_IDLE_PASSES 16
+
 static void *release_thread_main(void *arg)
 {
 	(void)arg;
+	os_thread_set_name("pcmalloc-rel");
+	unsigned idle = 0;
 	while (pc_option(PC_OPT_VM_RELEASE_THREAD) != 0) {
 		/* Relaxed: the futex compares the word itself, so a wake between
 		 * this load and the wait makes the wait return at once. */
 		uint32_t seen = pc_load_relaxed(&thread_wake);
 		pc_page_release_thread_pass();
 		pc_add_relaxed(&thread_passes, 1);
-		if (pc_option(PC_OPT_VM_RELEASE_THREAD) == 0)
+		idle = zones_clean() ? idle + 1 : 0;
+		long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
+		if (mode == 0 || (mode == RELEASE_THREAD_AUTO && idle >= RELEASE_IDLE_PASSES))
 			break;
 		os_futex_wait_timeout(&thread_wake, seen, thread_interval_ns());
 	}
@@ -386,7 +415,8 @@ static void *release_thread_main(void *arg)
  * malloc inside pthread_create) would deadlock on the once-init. */
 static void wake_thread(long value)
 {
-	(void)value;
+	if (value == 0) /* off: a later auto starts one only when wanted again */
+		pc_store_relaxed(&thread_wanted, false);
 	pc_add_relaxed(&thread_wake, 1); /* relaxed: see release_thread_main */
 	os_futex_wake(&thread_wake, 1);
 }
@@ -413,7 +443,12 @@ void pc_page_release_thread_poll(void)
 		return;
 	if (pc_likely(pc_load_relaxed(&thread_state) != 0))
 		return;
-	if (pc_likely(mode == RELEASE_THREAD_AUTO && !pc_load_relaxed(&thread_wanted)))
+	/* Auto: only when wanted, and never in a process that has had no second
+	 * thread (os.h, os_single_threaded: seccomp filters, user namespaces,
+	 * the C library's unlocked stdio all count on it); there the floor
+	 * alone bounds the pool, as with 0. */
+	if (pc_likely(mode == RELEASE_THREAD_AUTO) &&
+	    (pc_likely(!pc_load_relaxed(&thread_wanted)) || os_single_threaded()))
 		return;
 	if (pc_page_clock_ns() < pc_load_relaxed(&retry_ns))
 		return;

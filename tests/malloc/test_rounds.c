@@ -1,31 +1,39 @@
 /*
  * tests/malloc/test_rounds.c - with the default options, memory freed in one
  * round is reused without new page faults in the next (issue 9 item 1;
- * seed 002's Tests A and D: allocate many objects, free them all, again).
+ * seed 002's Tests A and D: allocate many objects, free them all, again),
+ * in a process that has more than one thread.
  *
  * Default options but the delay, an hour (ENV in tests/CMakeLists.txt), so
  * that nothing is released by age while the test runs and no verdict
  * depends on timing. vm.release_thread is auto (2): the background thread
  * starts only once a zone's free pool outgrows its floor
- * (vm.release_watermark_kb, 64 MiB), and from then on the pool may keep
- * what the recent peak of use allows.
+ * (vm.release_watermark_kb, 64 MiB), only in a process that has had a
+ * second thread, and from then on the pool may keep what the recent peak of
+ * use allows. The rounds run pinned to one CPU (so in one zone's lists).
  *
- *   small_no_thread  16 MiB of 4 KiB blocks, twice: no thread is started
- *                    (/proc/self/status), a small program keeps none.
- *   large_rounds     three rounds of 128 MiB of 1 MiB blocks, each touched
- *                    and freed: the first frees go over the floor (released
- *                    at once, the thread wanted), a malloc slow path starts
- *                    one thread; the third round takes (almost) no minor
- *                    page faults (getrusage).
- *   small_rounds     the same with 128 MiB of 4 KiB blocks (slab objects):
- *                    the second round already reuses the pool.
+ *   single_threaded  in a child forked before any thread: three rounds of
+ *                    128 MiB of 1 MiB blocks start no thread
+ *                    (/proc/self/status): its pool is the floor alone.
+ *   small_no_thread  16 MiB of 4 KiB blocks, twice: no thread is started.
+ *   small_rounds     (the process now has had a second thread) three rounds
+ *                    of 128 MiB of 8 KiB blocks (slab objects), each page
+ *                    written, all freed: a malloc slow path of these small
+ *                    blocks starts exactly one thread, and the third round
+ *                    takes fewer than 1/16 of its pages in minor faults
+ *                    (getrusage).
+ *   large_rounds     two rounds of 128 MiB of 1 MiB blocks: the second
+ *                    reuses the pool likewise.
  *   trim_at_once     malloc_trim(0) still gives the pool back at once.
  * On another malloc (no pcmalloc_ctl_set) the rounds run without checks.
  */
 #define _GNU_SOURCE
 #include "malloc_test.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #define POOL (128 * MiB)
 #define MAX_PTRS (POOL / (4 * KiB))
@@ -72,6 +80,33 @@ static long round_of(size_t bytes, size_t size, int pattern)
 	return minor_faults() - f0;
 }
 
+TEST(single_threaded)
+{
+	int fd[2];
+	REQUIRE(pipe(fd) == 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int counts[2];
+		counts[0] = thread_count();
+		for (int r = 0; r < 3; r++)
+			round_of(POOL, MiB, 0x10 + r);
+		counts[1] = thread_count();
+		_exit(write(fd[1], counts, sizeof(counts)) == (ssize_t)sizeof(counts) ? 0 : 1);
+	}
+	close(fd[1]);
+	int counts[2] = { -1, -1 };
+	ssize_t got = read(fd[0], counts, sizeof(counts));
+	close(fd[0]);
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(got == (ssize_t)sizeof(counts) && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	printf("rounds: single-threaded child: threads %d -> %d\n", counts[0], counts[1]);
+	if (ctl_set)
+		CHECK_EQ(counts[1], counts[0]);
+}
+
 static int t0;
 
 TEST(small_no_thread)
@@ -85,12 +120,12 @@ TEST(small_no_thread)
 		CHECK_EQ(thread_count(), t0);
 }
 
-TEST(large_rounds)
+TEST(small_rounds)
 {
 	long f[3];
 	for (int r = 0; r < 3; r++)
-		f[r] = round_of(POOL, MiB, 0x10 + r);
-	printf("rounds: 128 MiB of 1 MiB: %ld, %ld, %ld minor faults; threads %d -> %d\n", f[0], f[1],
+		f[r] = round_of(POOL, 8 * KiB, 0x20 + r);
+	printf("rounds: 128 MiB of 8 KiB: %ld, %ld, %ld minor faults; threads %d -> %d\n", f[0], f[1],
 	       f[2], t0, thread_count());
 	if (!ctl_set)
 		return;
@@ -98,12 +133,12 @@ TEST(large_rounds)
 	CHECK(f[2] < (long)(POOL / 4096) / 16);
 }
 
-TEST(small_rounds)
+TEST(large_rounds)
 {
 	long f[2];
 	for (int r = 0; r < 2; r++)
-		f[r] = round_of(POOL, 4 * KiB, 0x20 + r);
-	printf("rounds: 128 MiB of 4 KiB: %ld, %ld minor faults\n", f[0], f[1]);
+		f[r] = round_of(POOL, MiB, 0x30 + r);
+	printf("rounds: 128 MiB of 1 MiB: %ld, %ld minor faults\n", f[0], f[1]);
 	if (!ctl_set)
 		return;
 	CHECK(f[1] < (long)(POOL / 4096) / 16);
@@ -129,15 +164,29 @@ TEST(trim_at_once)
 	CHECK(r2 + 100 * MiB <= r1);
 }
 
+static void *nothing(void *arg)
+{
+	return arg;
+}
+
 int main(void)
 {
 	*(void **)&ctl_set = dlsym(RTLD_DEFAULT, "pcmalloc_ctl_set");
 	if (expect_all())
 		REQUIRE(ctl_set != NULL);
 	RUN(malloc_interposed);
+	RUN(single_threaded);
+	/* A second thread, joined: the process is multi-threaded from now on. */
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, nothing, NULL) == 0);
+	REQUIRE(pthread_join(t, NULL) == 0);
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+	(void)sched_setaffinity(0, sizeof(one), &one); /* best effort: one CPU, one zone */
 	RUN(small_no_thread);
-	RUN(large_rounds);
 	RUN(small_rounds);
+	RUN(large_rounds);
 	RUN(trim_at_once);
 	return test_report();
 }
