@@ -494,9 +494,11 @@ void pc_page_drain_all(void);
  * Called by the release thread; tests call it to force a pass. */
 size_t pc_page_release_due(void);
 /* Start the background release thread if vm.release_thread asks for one and
- * none runs. Call only with no allocator lock held (it may create a thread,
- * and pthread_create allocates): the malloc layer calls it from its slow
- * paths. Cheap when nothing is to be done. */
+ * none runs (1; or 2, auto, when a pass wanted one and the process already
+ * has had a second thread: os_single_threaded). Call only with no allocator
+ * lock held (it may create a thread, and pthread_create allocates): the
+ * malloc layer calls it from its allocation slow path. Cheap when nothing
+ * is to be done. */
 void pc_page_release_thread_poll(void);
 /* Whether the background release thread is running, and how many passes it
  * has finished (for tests: a pass that starts after a change sees it). */
@@ -509,7 +511,8 @@ bool pc_page_release_thread_running(void);
 bool pc_page_release_thread_active(void);
 /* Auto mode: a release pass found a zone's dirty memory over its floor with
  * no thread running, so the next pc_page_release_thread_poll starts one
- * (cleared in a fork child and when the thread exits). For tests. */
+ * (cleared in a fork child, when the thread exits and when the option is
+ * set to 0). For tests. */
 bool pc_page_release_thread_wanted(void);
 uint64_t pc_page_release_thread_passes(void);
 /* The release thread's pass hooks: functions of the layers above (the slab
