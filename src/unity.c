@@ -29,6 +29,7 @@
 #include "page/pcp.c"
 #include "page/run.c"
 #include "page/release.c"
+#include "page/release_thread.c"
 #include "page/topology.c"
 #include "page/page_alloc.c"
 #include "page/check.c"

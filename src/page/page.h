@@ -493,6 +493,12 @@ void pc_page_drain_all(void);
  * vm.release_delay_ms (and what exceeds the bound). Returns bytes released.
  * Called by the release thread; tests call it to force a pass. */
 size_t pc_page_release_due(void);
+/* vm.release_thread's values (release_thread.c). */
+enum pc_release_thread_mode {
+	PC_RELEASE_THREAD_NEVER = 0,
+	PC_RELEASE_THREAD_ALWAYS = 1, /* from the first malloc slow path on */
+	PC_RELEASE_THREAD_AUTO = 2,   /* the default: on demand (pc_page_release_thread_poll) */
+};
 /* Start the background release thread if vm.release_thread asks for one and
  * none runs (1; or 2, auto, when a pass wanted one and the process already
  * has had a second thread: os_single_threaded). Call only with no allocator
@@ -690,6 +696,11 @@ void zone_maybe_release(struct pc_zone *z);
 void zone_release_if_over(struct pc_zone *z);
 void zone_release_fork_child(void);
 void zone_release_init(void);
+/* "release_thread.c" */
+void release_thread_note_over_floor(void);
+void release_thread_wake(void);
+void release_thread_init(void);
+void release_thread_fork_child(void);
 /* "pcp.c" */
 /* Entries taken off a pcp, on their way to the zone with no lock held
  * (pcp_detach_locked, pcp_batch_free): buddy blocks (order in their head)

@@ -49,7 +49,7 @@
  *
  * Locking: zone->lock around list changes; the passes of a zone are
  * serialised by zone->releasing (a try-flag: a second releaser just leaves).
- * The thread state words are atomics described where they are declared.
+ * The background thread, its state and the pass hooks: release_thread.c.
  */
 #define _GNU_SOURCE
 #include "page.h"
@@ -76,41 +76,6 @@ static uint64_t delay_ns(void)
 	return (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
 }
 
-/* ---- the background thread's state (the thread itself: below) ---------------- */
-/*
- * vm.release_thread: 0 never a thread, 1 a thread from the first malloc slow
- * path on, 2 (auto, the default) a thread only once a zone's free pool has
- * outgrown its floor (below), only in a process that already has a second
- * thread (os_single_threaded), and only until it has found every zone clean
- * for RELEASE_IDLE_PASSES passes in a row: small and single-threaded
- * programs never get one.
- * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
- * the poll that wins the compare-and-swap, back to 0 by the thread as it
- * exits (or by the poll whose start failed, or in a fork child, where the
- * thread does not exist). thread_wanted (auto): set by a pass that found its
- * zone's dirty memory over the floor with no thread running; the next poll
- * (a malloc slow path, no lock held) starts the thread. Cleared in a fork
- * child, when the thread exits and when the option is set to 0. retry_ns: after a failed start, no new try before this page-clock
- * time. All relaxed but where the thread's exit is handed over (acquire /
- * release on thread_state); the flags order no other data.
- */
-static _Atomic uint32_t thread_state;
-static _Atomic bool thread_wanted;
-static _Atomic uint64_t retry_ns;
-
-#define RELEASE_THREAD_AUTO 2
-
-bool pc_page_release_thread_active(void)
-{
-	long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
-	return mode == 1 || (mode == RELEASE_THREAD_AUTO && pc_load_relaxed(&thread_state) != 0);
-}
-
-bool pc_page_release_thread_wanted(void)
-{
-	return pc_load_relaxed(&thread_wanted);
-}
-
 /*
  * The bound: dirty pages a zone may keep whatever their age. At least the
  * watermark and a quarter of the memory in use (a big program's free pool in
@@ -130,7 +95,7 @@ bool pc_page_release_thread_wanted(void)
  * it (no pass ever runs), so the bound is then the watermark and the
  * quarter alone, and what exceeds them goes at once. In auto mode that
  * moment (dirty memory over the floor, no thread) is what starts the
- * thread (zone_release_pass sets thread_wanted), so a program that cycles
+ * thread (zone_release_pass tells release_thread.c), so a program that cycles
  * more than the floor faults its excess back in once, not every round.
  */
 static size_t bound_pages(const struct pc_zone *z, size_t used_pages)
@@ -264,12 +229,11 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now, bool timed)
 	pc_lock_release(&z->lock);
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
 	size_t bound = bound_pages(z, used);
-	/* Auto: over the floor with no thread (and a delay: with none, the
-	 * thread would keep nothing and wake every 10 ms), so the next poll
-	 * starts one, and the peak's part counts from then on. */
-	if (pc_load_relaxed(&z->dirty_hint) > bound && delay != 0 &&
-	    pc_option(PC_OPT_VM_RELEASE_THREAD) == RELEASE_THREAD_AUTO && pc_load_relaxed(&thread_state) == 0)
-		pc_store_relaxed(&thread_wanted, true);
+	/* Over the floor: in auto mode the next poll starts the thread (not
+	 * with no delay: it would keep nothing and wake every 10 ms), and the
+	 * peak's part counts from then on. */
+	if (pc_load_relaxed(&z->dirty_hint) > bound && delay != 0)
+		release_thread_note_over_floor();
 	size_t released = zone_release_until(z, due_before, bound);
 	/* free runs in chunks still partly used: by age only (run.c) */
 	released += zone_run_release_due(z, due_before);
@@ -327,156 +291,26 @@ size_t page_release_due(void)
 	return released;
 }
 
-/* ---- the background thread ------------------------------------------------ */
-/* (thread_state, thread_wanted and retry_ns: declared with the bound, above) */
-static _Atomic uint32_t thread_wake;
-static _Atomic uint64_t thread_passes; /* passes the thread has finished */
-/* The pass hooks of the layers above (pc_page_release_hook_add), in the
- * order they were added. An adder claims a slot by compare-and-swap of
- * hook_count, then publishes the pointer with a release store: a pass
- * (acquire) that sees it sees the layer's state set up before it added the
- * hook; a claimed slot whose pointer is not written yet reads NULL and is
- * skipped this pass. */
-static void (*_Atomic release_hooks[PC_PAGE_RELEASE_HOOKS])(void);
-static _Atomic unsigned hook_count;
-
-bool pc_page_release_hook_add(void (*hook)(void))
-{
-	unsigned n = pc_load_relaxed(&hook_count);
-	do {
-		if (n >= PC_PAGE_RELEASE_HOOKS)
-			return false;
-	} while (!pc_cas_weak_relaxed(&hook_count, &n, n + 1)); /* the slot only: the store below publishes */
-	pc_store_release(&release_hooks[n], hook);
-	return true;
-}
-
-size_t pc_page_release_thread_pass(void)
-{
-	unsigned n = PC_MIN(pc_load_relaxed(&hook_count), (unsigned)PC_PAGE_RELEASE_HOOKS);
-	for (unsigned i = 0; i < n; i++) {
-		void (*hook)(void) = pc_load_acquire(&release_hooks[i]);
-		if (hook)
-			hook(); /* first: what it gives back ages from this pass on */
-	}
-	return pc_page_release_due();
-}
-
-/* Sleep between passes: a quarter of the delay, within [10 ms, 1 s]. */
-static uint64_t thread_interval_ns(void)
-{
-	return PC_MIN(PC_MAX(delay_ns() / 4, (uint64_t)10000000u), (uint64_t)1000000000u);
-}
-
-/* Whether no zone holds free memory that may still be resident (buddy
- * blocks or runs): a pass would have nothing to release. Relaxed hints. */
-static bool zones_clean(void)
-{
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		if (pc_load_relaxed(&z->dirty_hint) != 0 || pc_load_relaxed(&z->run_dirty_hint) != 0)
-			return false;
-	}
-	return true;
-}
-
-/* Auto mode: the thread leaves after this many passes in a row that ended
- * with every zone clean (4 s at the default delay; the layers above have
- * had their hooks run as often, so their idle caches came back as pages
- * and went), rather than waking every delay/4 for the rest of the process;
- * the next pass that finds a zone over its floor wants a new one. */
-#define RELEASE_IDLE_PASSES 16
-
-static void *release_thread_main(void *arg)
-{
-	(void)arg;
-	os_thread_set_name("pcmalloc-rel");
-	unsigned idle = 0;
-	while (pc_option(PC_OPT_VM_RELEASE_THREAD) != 0) {
-		/* Relaxed: the futex compares the word itself, so a wake between
-		 * this load and the wait makes the wait return at once. */
-		uint32_t seen = pc_load_relaxed(&thread_wake);
-		pc_page_release_thread_pass();
-		pc_add_relaxed(&thread_passes, 1);
-		idle = zones_clean() ? idle + 1 : 0;
-		long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
-		if (mode == 0 || (mode == RELEASE_THREAD_AUTO && idle >= RELEASE_IDLE_PASSES))
-			break;
-		os_futex_wait_timeout(&thread_wake, seen, thread_interval_ns());
-	}
-	pc_store_relaxed(&thread_wanted, false); /* auto: a new one when the pool outgrows its floor again */
-	/* Release: a poll that sees 0 may start a new thread at once. */
-	pc_store_release(&thread_state, 0);
-	return NULL;
-}
-
-/* Option hooks: wake the thread so it re-reads the delay or exits. Never
- * start it here: hooks also run inside start-up, where a thread (and the
- * malloc inside pthread_create) would deadlock on the once-init. */
-static void wake_thread(long value)
-{
-	if (value == 0) /* off: a later auto starts one only when wanted again */
-		pc_store_relaxed(&thread_wanted, false);
-	pc_add_relaxed(&thread_wake, 1); /* relaxed: see release_thread_main */
-	os_futex_wake(&thread_wake, 1);
-}
-
 /* A new delay: every zone's next pass is due now (a shorter delay must not
  * wait for a pass planned under the longer one), and the thread wakes. */
 static void delay_changed(long value)
 {
 	for (unsigned i = 0; i < pc_zone_count(); i++) /* none yet at start-up */
 		pc_store_relaxed(&pc_zone_get(i)->next_pass_ns, 0);
-	wake_thread(value);
+	(void)value;
+	release_thread_wake();
 }
 
 void zone_release_init(void)
 {
-	pc_option_on_change(PC_OPT_VM_RELEASE_THREAD, wake_thread);
+	release_thread_init();
 	pc_option_on_change(PC_OPT_VM_RELEASE_DELAY_MS, delay_changed);
-}
-
-void pc_page_release_thread_poll(void)
-{
-	long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
-	if (pc_likely(mode == 0))
-		return;
-	if (pc_likely(pc_load_relaxed(&thread_state) != 0))
-		return;
-	/* Auto: only when wanted, and never in a process that has had no second
-	 * thread (os.h, os_single_threaded: seccomp filters, user namespaces,
-	 * the C library's unlocked stdio all count on it); there the floor
-	 * alone bounds the pool, as with 0. */
-	if (pc_likely(mode == RELEASE_THREAD_AUTO) &&
-	    (pc_likely(!pc_load_relaxed(&thread_wanted)) || os_single_threaded()))
-		return;
-	if (pc_page_clock_ns() < pc_load_relaxed(&retry_ns))
-		return;
-	uint32_t expected = 0;
-	/* Acquire: pairs with the exiting thread's release store. */
-	if (!pc_cas_strong_acquire(&thread_state, &expected, 1))
-		return;
-	if (os_thread_start(release_thread_main, NULL) != 0) {
-		pc_store_relaxed(&retry_ns, pc_page_clock_ns() + 1000000000u);
-		pc_store_release(&thread_state, 0);
-	}
-}
-
-uint64_t pc_page_release_thread_passes(void)
-{
-	return pc_load_relaxed(&thread_passes);
-}
-
-bool pc_page_release_thread_running(void)
-{
-	return pc_load_acquire(&thread_state) != 0; /* pairs with the thread's exit */
 }
 
 /* In a fork child: no thread, no releaser of the parent exists there. */
 void zone_release_fork_child(void)
 {
-	pc_store_relaxed(&thread_state, 0);
-	pc_store_relaxed(&thread_wanted, false); /* auto: the child starts one when it needs one */
+	release_thread_fork_child();
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		pc_store_relaxed(&pc_zone_get(i)->releasing, 0);
 }

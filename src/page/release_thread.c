@@ -1,0 +1,224 @@
+/*
+ * page/release_thread.c - the background release thread (vm.release_thread)
+ * and the pass hooks of the layers above.
+ *
+ * The thread runs pc_page_release_thread_pass every delay/4 (10 ms .. 1 s):
+ * the hooks first (the slab layer's decay of idle sheaves and slabs,
+ * malloc's huge and medium caches), so an idle program's objects come back
+ * as pages, then a release pass of every zone (release.c). While it does
+ * the passes (pc_page_release_thread_active) the zones' bound keeps the
+ * recent peak's part (release.c, bound_pages) and the layers above leave
+ * their decay to its hooks.
+ *
+ * Modes (enum pc_release_thread_mode, page.h): never; always, from the first
+ * malloc slow path on; auto (the default): only once a release pass found a
+ * zone's dirty memory over the floor of its bound
+ * (release_thread_note_over_floor), only in a process that already has had
+ * a second thread (os_single_threaded: a single-threaded program may count
+ * on staying so), and in auto mode the thread leaves again after
+ * RELEASE_IDLE_PASSES passes in a row that found every zone clean.
+ *
+ * Started lazily from malloc's allocation slow path
+ * (pc_page_release_thread_poll, no allocator lock held: pthread_create
+ * allocates), never from an option hook (hooks run inside start-up too).
+ * All signals blocked in the thread; named pcmalloc-rel.
+ *
+ * Locking: none; the state words are atomics described where declared.
+ */
+#include "page.h"
+
+/*
+ * vm.release_thread: 0 never a thread, 1 a thread from the first malloc slow
+ * path on, 2 (auto, the default) a thread only once a zone's free pool has
+ * outgrown its floor (below), only in a process that already has a second
+ * thread (os_single_threaded), and only until it has found every zone clean
+ * for RELEASE_IDLE_PASSES passes in a row: small and single-threaded
+ * programs never get one.
+ * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
+ * the poll that wins the compare-and-swap, back to 0 by the thread as it
+ * exits (or by the poll whose start failed, or in a fork child, where the
+ * thread does not exist). thread_wanted (auto): set by a pass that found its
+ * zone's dirty memory over the floor with no thread running; the next poll
+ * (a malloc slow path, no lock held) starts the thread. Cleared in a fork
+ * child, when the thread exits and when the option is set to 0.
+ * retry_ns: after a failed start, no new try before this page-clock time.
+ * thread_wake: a futex word the thread sleeps on, bumped when an option it
+ * reads changes, so that it notices at once. All relaxed but where the
+ * thread's exit is handed over (acquire / release on thread_state); the
+ * flags order no other data.
+ */
+static _Atomic uint32_t thread_state;
+static _Atomic bool thread_wanted;
+static _Atomic uint64_t retry_ns;
+static _Atomic uint32_t thread_wake;
+static _Atomic uint64_t thread_passes; /* passes the thread has finished */
+
+bool pc_page_release_thread_active(void)
+{
+	long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
+	return mode == PC_RELEASE_THREAD_ALWAYS ||
+	       (mode == PC_RELEASE_THREAD_AUTO && pc_load_relaxed(&thread_state) != 0);
+}
+
+bool pc_page_release_thread_wanted(void)
+{
+	return pc_load_relaxed(&thread_wanted);
+}
+
+/* Called by release passes (release.c) that found a zone's dirty memory over
+ * the floor of its bound: in auto mode with no thread running, the next
+ * poll starts one. */
+void release_thread_note_over_floor(void)
+{
+	if (pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO &&
+	    pc_load_relaxed(&thread_state) == 0)
+		pc_store_relaxed(&thread_wanted, true);
+}
+
+/* The pass hooks of the layers above (pc_page_release_hook_add), in the
+ * order they were added. An adder claims a slot by compare-and-swap of
+ * hook_count, then publishes the pointer with a release store: a pass
+ * (acquire) that sees it sees the layer's state set up before it added the
+ * hook; a claimed slot whose pointer is not written yet reads NULL and is
+ * skipped this pass. */
+static void (*_Atomic release_hooks[PC_PAGE_RELEASE_HOOKS])(void);
+static _Atomic unsigned hook_count;
+
+bool pc_page_release_hook_add(void (*hook)(void))
+{
+	unsigned n = pc_load_relaxed(&hook_count);
+	do {
+		if (n >= PC_PAGE_RELEASE_HOOKS)
+			return false;
+	} while (!pc_cas_weak_relaxed(&hook_count, &n, n + 1)); /* the slot only: the store below publishes */
+	pc_store_release(&release_hooks[n], hook);
+	return true;
+}
+
+size_t pc_page_release_thread_pass(void)
+{
+	unsigned n = PC_MIN(pc_load_relaxed(&hook_count), (unsigned)PC_PAGE_RELEASE_HOOKS);
+	for (unsigned i = 0; i < n; i++) {
+		void (*hook)(void) = pc_load_acquire(&release_hooks[i]);
+		if (hook)
+			hook(); /* first: what it gives back ages from this pass on */
+	}
+	return pc_page_release_due();
+}
+
+/* Sleep between passes: a quarter of the delay, within [10 ms, 1 s]. */
+static uint64_t thread_interval_ns(void)
+{
+	uint64_t delay_ns = (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
+	return PC_MIN(PC_MAX(delay_ns / 4, (uint64_t)10000000u), (uint64_t)1000000000u);
+}
+
+/* Whether no zone holds free memory that may still be resident (buddy
+ * blocks or runs): a pass would have nothing to release. Relaxed hints. */
+static bool zones_clean(void)
+{
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		if (pc_load_relaxed(&z->dirty_hint) != 0 || pc_load_relaxed(&z->run_dirty_hint) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Auto mode: the thread leaves after this many passes in a row that ended
+ * with every zone clean (4 s at the default delay; the layers above have
+ * had their hooks run as often, so their idle caches came back as pages
+ * and went), rather than waking every delay/4 for the rest of the process;
+ * the next pass that finds a zone over its floor wants a new one. */
+#define RELEASE_IDLE_PASSES 16
+
+static void *release_thread_main(void *arg)
+{
+	(void)arg;
+	os_thread_set_name("pcmalloc-rel");
+	unsigned idle = 0;
+	while (pc_option(PC_OPT_VM_RELEASE_THREAD) != PC_RELEASE_THREAD_NEVER) {
+		/* Relaxed: the futex compares the word itself, so a wake between
+		 * this load and the wait makes the wait return at once. */
+		uint32_t seen = pc_load_relaxed(&thread_wake);
+		pc_page_release_thread_pass();
+		pc_add_relaxed(&thread_passes, 1);
+		idle = zones_clean() ? idle + 1 : 0;
+		long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
+		if (mode == PC_RELEASE_THREAD_NEVER ||
+		    (mode == PC_RELEASE_THREAD_AUTO && idle >= RELEASE_IDLE_PASSES))
+			break;
+		os_futex_wait_timeout(&thread_wake, seen, thread_interval_ns());
+	}
+	/* auto: a new one when the pool outgrows its floor again */
+	pc_store_relaxed(&thread_wanted, false);
+	/* Release: a poll that sees 0 may start a new thread at once. */
+	pc_store_release(&thread_state, 0);
+	return NULL;
+}
+
+/* Wake the thread so that it re-reads the options (the delay) at once. */
+void release_thread_wake(void)
+{
+	pc_add_relaxed(&thread_wake, 1); /* relaxed: see release_thread_main */
+	os_futex_wake(&thread_wake, 1);
+}
+
+/* vm.release_thread's hook: wake the thread so it re-reads the mode or
+ * exits. Never start it here: hooks also run inside start-up, where a
+ * thread (and the malloc inside pthread_create) would deadlock on the
+ * once-init. */
+static void mode_changed(long value)
+{
+	if (value == PC_RELEASE_THREAD_NEVER) /* off: a later auto starts one only when wanted again */
+		pc_store_relaxed(&thread_wanted, false);
+	release_thread_wake();
+}
+
+void release_thread_init(void)
+{
+	pc_option_on_change(PC_OPT_VM_RELEASE_THREAD, mode_changed);
+}
+
+void pc_page_release_thread_poll(void)
+{
+	long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
+	if (pc_likely(mode == PC_RELEASE_THREAD_NEVER))
+		return;
+	if (pc_likely(pc_load_relaxed(&thread_state) != 0))
+		return;
+	/* Auto: only when wanted, and never in a process that has had no second
+	 * thread (os.h, os_single_threaded: seccomp filters, user namespaces,
+	 * the C library's unlocked stdio all count on it); there the floor
+	 * alone bounds the pool, as with 0. */
+	if (pc_likely(mode == PC_RELEASE_THREAD_AUTO) &&
+	    (pc_likely(!pc_load_relaxed(&thread_wanted)) || os_single_threaded()))
+		return;
+	if (pc_page_clock_ns() < pc_load_relaxed(&retry_ns))
+		return;
+	uint32_t expected = 0;
+	/* Acquire: pairs with the exiting thread's release store. */
+	if (!pc_cas_strong_acquire(&thread_state, &expected, 1))
+		return;
+	if (os_thread_start(release_thread_main, NULL) != 0) {
+		pc_store_relaxed(&retry_ns, pc_page_clock_ns() + 1000000000u);
+		pc_store_release(&thread_state, 0);
+	}
+}
+
+uint64_t pc_page_release_thread_passes(void)
+{
+	return pc_load_relaxed(&thread_passes);
+}
+
+bool pc_page_release_thread_running(void)
+{
+	return pc_load_acquire(&thread_state) != 0; /* pairs with the thread's exit */
+}
+
+/* In a fork child: the parent's thread does not exist there. */
+void release_thread_fork_child(void)
+{
+	pc_store_relaxed(&thread_state, 0);
+	pc_store_relaxed(&thread_wanted, false); /* auto: the child starts one when it needs one */
+}
