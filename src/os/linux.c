@@ -418,8 +418,22 @@ int os_thread_start(void *(*fn)(void *), void *arg)
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, (size_t)256 << 10);
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits it */
 	pthread_t t;
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+	/* The new thread's mask only: the caller's stays as it is, so a caller
+	 * that got stuck in pthread_create can still be stopped by a signal. */
+	(void)old;
+	if (pthread_attr_setsigmask_np(&attr, &all) == 0) {
+		rc = pthread_create(&t, &attr, fn, arg);
+		pthread_attr_destroy(&attr);
+		if (rc != 0) {
+			errno = rc;
+			return -1;
+		}
+		return 0;
+	}
+#endif
+	pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits it */
 	rc = pthread_create(&t, &attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
@@ -442,6 +456,23 @@ bool os_single_threaded(void)
 #else
 	return false;
 #endif
+}
+
+bool os_seccomp_filtered(void)
+{
+	char buf[4096];
+	int saved = errno;
+	long n = os_read_file("/proc/self/status", buf, sizeof(buf));
+	errno = saved;
+	if (n <= 0)
+		return true; /* unknown: assume the worst */
+	const char *s = strstr(buf, "\nSeccomp:");
+	if (!s)
+		return n >= (long)sizeof(buf) - 1; /* cut short before the line: unknown */
+	s += sizeof("\nSeccomp:") - 1;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return *s != '0';
 }
 
 /* Not cached: a cached id would be wrong in the child after fork(). */

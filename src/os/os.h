@@ -223,6 +223,12 @@ void os_thread_set_name(const char *name);
  * clone, unshare(CLONE_NEWUSER), the C library's unlocked stdio), so the
  * allocator starts no thread of its own there unless asked to. */
 bool os_single_threaded(void);
+/* True if a seccomp filter (or strict mode) may restrict this process's
+ * system calls ("Seccomp:" of /proc/self/status is not 0), or if that cannot
+ * be read: a filter without clone would kill the process at its next thread
+ * start, so the allocator starts none of its own then unless asked to.
+ * Reads the file on each call (a filter may come at any time): call rarely. */
+bool os_seccomp_filtered(void);
 /* Kernel thread id of the caller. */
 uint32_t os_thread_id(void);
 /* "symbol.c": the return address of the first frame of the calling stack

@@ -501,10 +501,10 @@ enum pc_release_thread_mode {
 };
 /* Start the background release thread if vm.release_thread asks for one and
  * none runs (1; or 2, auto, when a pass wanted one and the process already
- * has had a second thread: os_single_threaded). Call only with no allocator
- * lock held (it may create a thread, and pthread_create allocates): the
- * malloc layer calls it from its allocation slow path. Cheap when nothing
- * is to be done. */
+ * has had a second thread, os_single_threaded, and no seccomp filter). Call
+ * only with no allocator lock held (it may create a thread, and
+ * pthread_create allocates): the malloc layer calls it from its allocation
+ * slow path. Cheap when nothing is to be done. */
 void pc_page_release_thread_poll(void);
 /* Whether the background release thread is running, and how many passes it
  * has finished (for tests: a pass that starts after a change sees it). */
@@ -517,9 +517,13 @@ bool pc_page_release_thread_running(void);
 bool pc_page_release_thread_active(void);
 /* Auto mode: a release pass found a zone's dirty memory over its floor with
  * no thread running, so the next pc_page_release_thread_poll starts one
- * (cleared in a fork child, when the thread exits and when the option is
- * set to 0). For tests. */
+ * (cleared in a fork child, when the thread exits, when the option is set
+ * to 0, and when a seccomp filter keeps it from starting). For tests. */
 bool pc_page_release_thread_wanted(void);
+/* Whether the thread sleeps without its periodic wake-ups (every zone clean
+ * for a while; release_thread.c): the next slow path that finds dirty
+ * memory in a zone wakes it. For tests. */
+bool pc_page_release_thread_sleeping(void);
 uint64_t pc_page_release_thread_passes(void);
 /* The release thread's pass hooks: functions of the layers above (the slab
  * layer's decay, sheaf_decay.c; malloc's expiry of cached huge mappings,
@@ -701,6 +705,7 @@ void release_thread_note_over_floor(void);
 void release_thread_wake(void);
 void release_thread_init(void);
 void release_thread_fork_child(void);
+void release_thread_work(void);
 /* "pcp.c" */
 /* Entries taken off a pcp, on their way to the zone with no lock held
  * (pcp_detach_locked, pcp_batch_free): buddy blocks (order in their head)

@@ -272,6 +272,7 @@ void zone_maybe_release(struct pc_zone *z)
 	size_t dirty = pc_load_relaxed(&z->dirty_hint);
 	if (pc_likely(dirty == 0) && pc_likely(pc_load_relaxed(&z->run_dirty_hint) == 0))
 		return;
+	release_thread_work(); /* a sleeping release thread has work again */
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
 	uint64_t now = pc_page_clock_ns();
 	bool timed = now >= pc_load_relaxed(&z->next_pass_ns);

@@ -15,8 +15,10 @@
  * zone's dirty memory over the floor of its bound
  * (release_thread_note_over_floor), only in a process that already has had
  * a second thread (os_single_threaded: a single-threaded program may count
- * on staying so), and in auto mode the thread leaves again after
- * RELEASE_IDLE_PASSES passes in a row that found every zone clean.
+ * on staying so) and has no seccomp filter (os_seccomp_filtered). In any
+ * mode the thread sleeps without its periodic wake-ups once every zone has
+ * stayed clean for RELEASE_IDLE_PASSES passes, until a slow path finds
+ * dirty memory again (release_thread_work).
  *
  * Started lazily from malloc's allocation slow path
  * (pc_page_release_thread_poll, no allocator lock held: pthread_create
@@ -31,9 +33,8 @@
  * vm.release_thread: 0 never a thread, 1 a thread from the first malloc slow
  * path on, 2 (auto, the default) a thread only once a zone's free pool has
  * outgrown its floor (below), only in a process that already has a second
- * thread (os_single_threaded), and only until it has found every zone clean
- * for RELEASE_IDLE_PASSES passes in a row: small and single-threaded
- * programs never get one.
+ * thread (os_single_threaded) and no seccomp filter: small, single-threaded
+ * and sandboxed programs never get one.
  * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
  * the poll that wins the compare-and-swap, back to 0 by the thread as it
  * exits (or by the poll whose start failed, or in a fork child, where the
@@ -125,12 +126,34 @@ static bool zones_clean(void)
 	return true;
 }
 
-/* Auto mode: the thread leaves after this many passes in a row that ended
- * with every zone clean (4 s at the default delay; the layers above have
- * had their hooks run as often, so their idle caches came back as pages
- * and went), rather than waking every delay/4 for the rest of the process;
- * the next pass that finds a zone over its floor wants a new one. */
+/*
+ * Sleeping: after this many passes in a row that ended with every zone
+ * clean (4 s at the default delay; the layers above have had their hooks
+ * run as often, so their idle caches came back as pages and went), the
+ * thread stops waking every delay/4: it sets thread_sleeping and waits
+ * until a slow path finds dirty memory in a zone (release_thread_work,
+ * from zone_maybe_release) or an option changes. The waker's check is a
+ * relaxed load (no fence on the zones' slow paths), so a free racing with
+ * the thread's last look could miss it: the wait has a backstop of
+ * RELEASE_SLEEP_NS for that case only. Memory cached above the page layer
+ * (sheaves, medium and huge caches) does not wake it: the next slow path's
+ * decay or pc_trim returns it.
+ */
 #define RELEASE_IDLE_PASSES 16
+#define RELEASE_SLEEP_NS (60ull * 1000000000u)
+static _Atomic uint32_t thread_sleeping;
+
+void release_thread_work(void)
+{
+	/* Acquire/release: the exchange only elects one waker. */
+	if (pc_unlikely(pc_load_relaxed(&thread_sleeping) != 0) && pc_xchg_acq_rel(&thread_sleeping, 0))
+		release_thread_wake();
+}
+
+bool pc_page_release_thread_sleeping(void)
+{
+	return pc_load_relaxed(&thread_sleeping) != 0;
+}
 
 static void *release_thread_main(void *arg)
 {
@@ -144,13 +167,20 @@ static void *release_thread_main(void *arg)
 		pc_page_release_thread_pass();
 		pc_add_relaxed(&thread_passes, 1);
 		idle = zones_clean() ? idle + 1 : 0;
-		long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
-		if (mode == PC_RELEASE_THREAD_NEVER ||
-		    (mode == PC_RELEASE_THREAD_AUTO && idle >= RELEASE_IDLE_PASSES))
+		if (pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_NEVER)
 			break;
-		os_futex_wait_timeout(&thread_wake, seen, thread_interval_ns());
+		if (idle < RELEASE_IDLE_PASSES) {
+			os_futex_wait_timeout(&thread_wake, seen, thread_interval_ns());
+			continue;
+		}
+		pc_xchg_acq_rel(&thread_sleeping, 1); /* then look once more */
+		if (zones_clean())
+			os_futex_wait_timeout(&thread_wake, seen, RELEASE_SLEEP_NS);
+		pc_store_relaxed(&thread_sleeping, 0);
+		idle = 0;
 	}
-	/* auto: a new one when the pool outgrows its floor again */
+	pc_store_relaxed(&thread_sleeping, 0);
+	/* off: a new one when wanted again */
 	pc_store_relaxed(&thread_wanted, false);
 	/* Release: a poll that sees 0 may start a new thread at once. */
 	pc_store_release(&thread_state, 0);
@@ -189,13 +219,19 @@ void pc_page_release_thread_poll(void)
 		return;
 	/* Auto: only when wanted, and never in a process that has had no second
 	 * thread (os.h, os_single_threaded: seccomp filters, user namespaces,
-	 * the C library's unlocked stdio all count on it); there the floor
-	 * alone bounds the pool, as with 0. */
+	 * the C library's unlocked stdio all count on it), nor under a seccomp
+	 * filter; there the floor alone bounds the pool, as with 0. */
 	if (pc_likely(mode == PC_RELEASE_THREAD_AUTO) &&
 	    (pc_likely(!pc_load_relaxed(&thread_wanted)) || os_single_threaded()))
 		return;
 	if (pc_page_clock_ns() < pc_load_relaxed(&retry_ns))
 		return;
+	/* Auto, under a seccomp filter (which may kill a clone): never; the
+	 * flag goes, so the file is read once per pool over the floor. */
+	if (mode == PC_RELEASE_THREAD_AUTO && os_seccomp_filtered()) {
+		pc_store_relaxed(&thread_wanted, false);
+		return;
+	}
 	uint32_t expected = 0;
 	/* Acquire: pairs with the exiting thread's release store. */
 	if (!pc_cas_strong_acquire(&thread_state, &expected, 1))
@@ -220,5 +256,6 @@ bool pc_page_release_thread_running(void)
 void release_thread_fork_child(void)
 {
 	pc_store_relaxed(&thread_state, 0);
+	pc_store_relaxed(&thread_sleeping, 0);
 	pc_store_relaxed(&thread_wanted, false); /* auto: the child starts one when it needs one */
 }
