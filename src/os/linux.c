@@ -454,25 +454,39 @@ bool os_single_threaded(void)
 #ifdef OS_HAVE_SINGLE_THREADED
 	return __libc_single_threaded != 0;
 #else
-	return false;
+	return true; /* unknown: the safe answer (no thread of our own) */
 #endif
 }
 
-bool os_seccomp_filtered(void)
+/* The "Seccomp:" line of /proc/self/status is not 0; *known: it was read. */
+static bool os_seccomp_read(bool *known)
 {
 	char buf[4096];
 	int saved = errno;
 	long n = os_read_file("/proc/self/status", buf, sizeof(buf));
 	errno = saved;
-	if (n <= 0)
-		return true; /* unknown: assume the worst */
-	const char *s = strstr(buf, "\nSeccomp:");
+	const char *s = n > 0 ? strstr(buf, "\nSeccomp:") : NULL;
+	*known = s != NULL;
 	if (!s)
-		return n >= (long)sizeof(buf) - 1; /* cut short before the line: unknown */
+		return true; /* unreadable, or cut short before the line: assume the worst */
 	s += sizeof("\nSeccomp:") - 1;
 	while (*s == ' ' || *s == '\t')
 		s++;
 	return *s != '0';
+}
+
+/* A filter can never be taken off (and a fork child inherits it): once seen,
+ * the answer stays (relaxed: a stale false only costs one more read). */
+static _Atomic bool seccomp_seen;
+
+bool os_seccomp_filtered(void)
+{
+	if (pc_load_relaxed(&seccomp_seen))
+		return true;
+	bool known, filtered = os_seccomp_read(&known);
+	if (filtered && known)
+		pc_store_relaxed(&seccomp_seen, true);
+	return filtered;
 }
 
 /* Not cached: a cached id would be wrong in the child after fork(). */

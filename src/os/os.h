@@ -221,13 +221,16 @@ void os_thread_set_name(const char *name);
  * (glibc's __libc_single_threaded, 2.32 and later; false where unknown). A
  * single-threaded process may rely on staying so (seccomp filters without
  * clone, unshare(CLONE_NEWUSER), the C library's unlocked stdio), so the
- * allocator starts no thread of its own there unless asked to. */
+ * allocator starts no thread of its own there unless asked to. True where
+ * the C library does not say (the safe answer). */
 bool os_single_threaded(void);
 /* True if a seccomp filter (or strict mode) may restrict this process's
  * system calls ("Seccomp:" of /proc/self/status is not 0), or if that cannot
  * be read: a filter without clone would kill the process at its next thread
  * start, so the allocator starts none of its own then unless asked to.
- * Reads the file on each call (a filter may come at any time): call rarely. */
+ * A filter seen once is remembered (none can be taken off); until then the
+ * file is read on each call (a filter may come at any time): call rarely. A
+ * filter that kills on open would kill at that read. */
 bool os_seccomp_filtered(void);
 /* Kernel thread id of the caller. */
 uint32_t os_thread_id(void);

@@ -227,7 +227,7 @@ void pc_page_release_thread_poll(void)
 	if (pc_page_clock_ns() < pc_load_relaxed(&retry_ns))
 		return;
 	/* Auto, under a seccomp filter (which may kill a clone): never; the
-	 * flag goes, so the file is read once per pool over the floor. */
+	 * flag goes (os_seccomp_filtered remembers a filter it has seen). */
 	if (mode == PC_RELEASE_THREAD_AUTO && os_seccomp_filtered()) {
 		pc_store_relaxed(&thread_wanted, false);
 		return;
