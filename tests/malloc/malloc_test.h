@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -238,6 +239,28 @@ TEST(malloc_interposed)
 	printf("malloc comes from %s\n", who);
 	if (expect_all())
 		CHECK(strstr(who, "/libc.so") == NULL); /* not the C library's */
+}
+
+/* Minor page faults of this process so far (getrusage). */
+static inline long minor_faults(void)
+{
+	struct rusage ru;
+	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
+	return ru.ru_minflt;
+}
+
+/* Threads of this process, from /proc/self/status (-1 if not found). */
+static inline int thread_count(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	REQUIRE(f != NULL);
+	char line[256];
+	int n = -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	fclose(f);
+	return n;
 }
 
 #endif /* PC_MALLOC_TEST_H */

@@ -24,20 +24,11 @@
 #define _GNU_SOURCE
 #include "malloc_test.h"
 
-#include <sys/resource.h>
-
 #define NBLOCKS 64
 #define BLOCK MiB
 
 static char *blocks[NBLOCKS];
 static int (*ctl_set)(const char *, long);
-
-static long minor_faults(void)
-{
-	struct rusage ru;
-	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
-	return ru.ru_minflt;
-}
 
 static void alloc_touch(int pattern)
 {
@@ -52,20 +43,6 @@ static void free_all(void)
 {
 	for (int i = 0; i < NBLOCKS; i++)
 		p_free(blocks[i]);
-}
-
-/* Threads of this process, from /proc/self/status. */
-static int thread_count(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	REQUIRE(f != NULL);
-	char line[256];
-	int n = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
 }
 
 TEST(reuse_no_faults)

@@ -32,7 +32,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 
 #define POOL (128 * MiB)
@@ -40,26 +39,6 @@
 
 static void *ptrs[MAX_PTRS];
 static int (*ctl_set)(const char *, long);
-
-static long minor_faults(void)
-{
-	struct rusage ru;
-	REQUIRE(getrusage(RUSAGE_SELF, &ru) == 0);
-	return ru.ru_minflt;
-}
-
-static int thread_count(void)
-{
-	FILE *f = fopen("/proc/self/status", "r");
-	REQUIRE(f != NULL);
-	char line[256];
-	int n = -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %d", &n) == 1)
-			break;
-	fclose(f);
-	return n;
-}
 
 /* One round: `bytes` in blocks of `size`, every page written, all freed.
  * Returns the minor faults it took. */
