@@ -51,6 +51,7 @@
 #include "unit/unit_helpers.h"
 
 #include "malloc/malloc.h"
+#include "unit/page/reentry_hook.h"
 
 #include <errno.h>
 #include <string.h>
@@ -80,8 +81,6 @@ static char *v_small[8];
 static struct {
 	int reentered, ok, enomem, bad, large_null, huge_ok, grow_kept, shrink_kept, trim_zero;
 } seen;
-static _Atomic int armed = -1;
-static _Atomic int fired;
 
 /* One allocation's verdict: NULL with ENOMEM, or a block we can fill. */
 static void judge(void *p, size_t n)
@@ -151,23 +150,6 @@ static void handler(int sig)
 	for (int i = 0; i < 8; i++)
 		pc_free(v_small[i]);
 	errno = saved;
-}
-
-static void hook(enum pc_page_test_point at)
-{
-	if ((int)at == pc_load_relaxed(&armed) && pc_load_relaxed(&fired) == 0) {
-		pc_store_relaxed(&fired, 1);
-		raise(SIGUSR1); /* delivered before raise returns: the lock is held */
-	}
-}
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	static const char msg[] = "test_malloc_reentry: watchdog: a re-entered call hangs\n";
-	ssize_t r = write(2, msg, sizeof(msg) - 1);
-	(void)r;
-	_exit(2);
 }
 
 static void setup(void)

@@ -29,6 +29,7 @@
 #include "page/page.h"
 #include "test.h"
 #include "unit/unit_helpers.h"
+#include "unit/page/reentry_hook.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -42,8 +43,6 @@ static void *victim_page, *victim_run100, *victim_run8, *victim_shrunk;
 static struct {
 	int reentered, nulls, enomem, zeros, grow_refused;
 } seen;
-static _Atomic int armed = -1; /* the hook point that raises, once */
-static _Atomic int fired;
 
 static void handler(int sig)
 {
@@ -69,23 +68,6 @@ static void handler(int sig)
 	pc_page_drain_all();
 	seen.zeros = (pc_page_trim() == 0) + (pc_page_unmap_free() == 0) + (pc_page_release_due() == 0);
 	errno = saved;
-}
-
-static void hook(enum pc_page_test_point at)
-{
-	if ((int)at == pc_load_relaxed(&armed) && pc_load_relaxed(&fired) == 0) {
-		pc_store_relaxed(&fired, 1);
-		raise(SIGUSR1); /* delivered before raise returns: the lock is held */
-	}
-}
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	static const char msg[] = "test_page_reentry: watchdog: a re-entered call hangs\n";
-	ssize_t r = write(2, msg, sizeof(msg) - 1);
-	(void)r;
-	_exit(2);
 }
 
 /* Take the blocks the handler frees; returns the free pages before. */
