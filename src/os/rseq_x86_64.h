@@ -95,6 +95,21 @@ extern ptrdiff_t os_rseq_offset PC_HIDDEN;
 	"cmpq %[" expect "], (%[slot])\n\t"     /* the slot holds another: fail */\
 	"jne %l[" fail "]\n\t"
 
+/* The copy of os_rseq_pop_many and os_rseq_push_many: %[cpu] is set to
+ * &objects[n] of the stack (its register is free by then), then %[k] words
+ * are copied from the operand named `from` to the one named `to` (strings:
+ * "cpu" is one of them), one index %[i] for both. Inside the section: the
+ * jump back stays in it, and an abort restarts the copy from the arming. */
+#define OS_RSEQ_COPY_AT_TOP(from, to)                                           \
+	"leaq 16(%[stack],%[n],8), %[cpu]\n\t"  /* &objects[n] (cpu's register reused) */\
+	"xorl %k[i], %k[i]\n"                                                   \
+	"1:\n\t"                                                                \
+	"movq (%[" from "],%[i],8), %[tmp]\n\t"                                 \
+	"movq %[tmp], (%[" to "],%[i],8)\n\t"                                   \
+	"addq $1, %[i]\n\t"                                                     \
+	"cmpq %[k], %[i]\n\t"                                                   \
+	"jb 1b\n\t"                             /* back: still inside the section */
+
 /* Pop from the current CPU's stack: the object, or NULL when the stack is
  * empty or the thread has no rseq registration. */
 static inline __attribute__((always_inline)) void *os_rseq_pop(void *base)
@@ -180,14 +195,7 @@ static inline __attribute__((always_inline)) unsigned os_rseq_pop_many(void *bas
 		"testl %k[k], %k[k]\n\t"                /* empty: nothing to move */
 		"jz %l[none]\n\t"
 		"subl %k[k], %k[n]\n\t"                 /* n = the new count */
-		"leaq 16(%[stack],%[n],8), %[cpu]\n\t"  /* &objects[n] (cpu's register reused) */
-		"xorl %k[i], %k[i]\n"
-		"1:\n\t"
-		"movq (%[cpu],%[i],8), %[tmp]\n\t"      /* out[i] = objects[n + i] */
-		"movq %[tmp], (%[out],%[i],8)\n\t"
-		"addq $1, %[i]\n\t"
-		"cmpq %[k], %[i]\n\t"
-		"jb 1b\n\t"                             /* back: still inside the section */
+		OS_RSEQ_COPY_AT_TOP("cpu", "out")       /* out[i] = objects[n + i] */
 		"movl %k[n], 4(%[stack])\n"             /* commit: count = n */
 		".Lend%=:\n\t"
 		OS_RSEQ_SECTION_TAIL
@@ -223,14 +231,7 @@ static inline __attribute__((always_inline)) unsigned os_rseq_push_many(void *ba
 		"cmoval %k[want], %k[k]\n\t"            /* k = min(room, want) */
 		"testl %k[k], %k[k]\n\t"                /* want == 0 */
 		"jz %l[none]\n\t"
-		"leaq 16(%[stack],%[n],8), %[cpu]\n\t"  /* &objects[n] (cpu's register reused) */
-		"xorl %k[i], %k[i]\n"
-		"1:\n\t"
-		"movq (%[in],%[i],8), %[tmp]\n\t"       /* objects[n + i] = in[i] */
-		"movq %[tmp], (%[cpu],%[i],8)\n\t"
-		"addq $1, %[i]\n\t"
-		"cmpq %[k], %[i]\n\t"
-		"jb 1b\n\t"                             /* back: still inside the section */
+		OS_RSEQ_COPY_AT_TOP("in", "cpu")        /* objects[n + i] = in[i] */
 		"addl %k[k], %k[n]\n\t"                 /* n + k */
 		"movl %k[n], 4(%[stack])\n"             /* commit: count = n + k */
 		".Lend%=:\n\t"
