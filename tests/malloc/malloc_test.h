@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -261,6 +262,34 @@ static inline int thread_count(void)
 			break;
 	fclose(f);
 	return n;
+}
+
+/* Runs fn(out, arg) in a forked child, which sends the len bytes at out
+ * back through a pipe: 1 if they came back whole and the child exited 0
+ * (out then holds the child's bytes), else 0 and a line on stderr. */
+static inline int run_in_child(void (*fn)(void *out, const void *arg), const void *arg, void *out,
+			       size_t len)
+{
+	int fd[2];
+	REQUIRE(pipe(fd) == 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(fd[0]);
+		fn(out, arg);
+		ssize_t w = write(fd[1], out, len);
+		_exit(w == (ssize_t)len ? 0 : 1);
+	}
+	close(fd[1]);
+	ssize_t got = read(fd[0], out, len);
+	close(fd[0]);
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	int ok = got == (ssize_t)len && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	if (!ok)
+		fprintf(stderr, "  measuring child failed (status %#x)\n", status);
+	return ok;
 }
 
 #endif /* PC_MALLOC_TEST_H */

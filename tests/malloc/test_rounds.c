@@ -32,7 +32,6 @@
 
 #include <pthread.h>
 #include <sched.h>
-#include <sys/wait.h>
 
 #define POOL (128 * MiB)
 #define MAX_PTRS (POOL / (4 * KiB))
@@ -59,28 +58,22 @@ static long round_of(size_t bytes, size_t size, int pattern)
 	return minor_faults() - f0;
 }
 
+/* The child of single_threaded: three rounds, its thread count before and
+ * after them. */
+static void single_threaded_rounds(void *out, const void *arg)
+{
+	(void)arg;
+	int *counts = out;
+	counts[0] = thread_count();
+	for (int r = 0; r < 3; r++)
+		round_of(POOL, MiB, 0x10 + r);
+	counts[1] = thread_count();
+}
+
 TEST(single_threaded)
 {
-	int fd[2];
-	REQUIRE(pipe(fd) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		int counts[2];
-		counts[0] = thread_count();
-		for (int r = 0; r < 3; r++)
-			round_of(POOL, MiB, 0x10 + r);
-		counts[1] = thread_count();
-		_exit(write(fd[1], counts, sizeof(counts)) == (ssize_t)sizeof(counts) ? 0 : 1);
-	}
-	close(fd[1]);
 	int counts[2] = { -1, -1 };
-	ssize_t got = read(fd[0], counts, sizeof(counts));
-	close(fd[0]);
-	int status = 0;
-	REQUIRE(waitpid(pid, &status, 0) == pid);
-	CHECK(got == (ssize_t)sizeof(counts) && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(run_in_child(single_threaded_rounds, NULL, counts, sizeof(counts)));
 	printf("rounds: single-threaded child: threads %d -> %d\n", counts[0], counts[1]);
 	if (ctl_set)
 		CHECK_EQ(counts[1], counts[0]);

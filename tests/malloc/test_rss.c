@@ -18,7 +18,6 @@
 #include "malloc_test.h"
 
 #include <sys/mman.h>
-#include <sys/wait.h>
 
 /* RSS at the three points of a measurement, and how it went. */
 struct rss_run {
@@ -28,28 +27,11 @@ struct rss_run {
 };
 
 /* Runs fn in a forked child and returns what it measured. */
-static struct rss_run in_child(void (*fn)(struct rss_run *, const void *), const void *arg)
+static struct rss_run in_child(void (*fn)(void *, const void *), const void *arg)
 {
 	struct rss_run r = { 0 };
-	int fd[2];
-	REQUIRE(pipe(fd) == 0);
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0) {
-		close(fd[0]);
-		fn(&r, arg);
-		ssize_t w = write(fd[1], &r, sizeof(r));
-		_exit(w == (ssize_t)sizeof(r) ? 0 : 1);
-	}
-	close(fd[1]);
-	ssize_t got = read(fd[0], &r, sizeof(r));
-	close(fd[0]);
-	int status = 0;
-	waitpid(pid, &status, 0);
-	r.exited_ok = got == (ssize_t)sizeof(r) && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	if (!r.exited_ok)
-		fprintf(stderr, "  measuring child failed (status %#x)\n", status);
+	int ok = run_in_child(fn, arg, &r, sizeof(r));
+	r.exited_ok = ok;
 	return r;
 }
 
@@ -59,8 +41,10 @@ static void report(const char *what, size_t before, size_t peak, size_t after)
 	       peak / MiB, after / MiB);
 }
 
-static void huge_run(struct rss_run *r, const void *arg)
+static void huge_run(void *out, const void *arg)
 {
+	struct rss_run *r = out;
+	(void)arg;
 	size_t n = 1 * GiB;
 	r->before = rss_bytes();
 	char *p = p_malloc(n);
@@ -94,8 +78,9 @@ struct blocks_spec {
 
 /* Allocates blocks of random sizes in [lo, hi] until `total` bytes, touches
  * every byte, frees them in random order and calls malloc_trim(0). */
-static void blocks_run(struct rss_run *r, const void *arg)
+static void blocks_run(void *out, const void *arg)
 {
+	struct rss_run *r = out;
 	const struct blocks_spec *s = arg;
 	size_t max_blocks = s->total / s->lo + 1;
 	/* The pointer array is mmapped, so that the allocator under test does
