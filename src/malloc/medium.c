@@ -22,11 +22,19 @@
  *     half again within the budget, after taking back the unused capacity
  *     (capacity - count) of other classes of c, then their blocks (evicted
  *     to the page allocator), when the budget has not enough left;
- *   - in a flush (below), which sets them to 0 (a decay pass flushes a CPU
- *     whose capacities are above its lowered bound).
- * So the bytes a CPU's stacks hold never exceed the budget: a push commits
- * only below the capacity it read in its section, and a lowered capacity
- * aborts every section of that CPU that read the old one.
+ *   - in a medium malloc the cache could not serve (medium_cache_miss: its
+ *     stack ran empty), on a CPU above its bound: under c's lock (try only),
+ *     on c, the class's capacity is lowered to its count (its unused
+ *     capacity given back), so the capacities come down to a lowered bound
+ *     as blocks leave;
+ *   - in a flush (below), which sets them to 0.
+ * So the bytes a CPU's stacks hold never exceed the bound they were granted
+ * under: a push commits only below the capacity it read in its section, and
+ * a lowered capacity aborts every section of that CPU that read the old one.
+ * A decay pass that lowers the bound of a busy CPU leaves its capacities
+ * (at most the ceiling) until its own slow paths give them back (the miss
+ * above; a free's grow takes unused capacity, then blocks, from other
+ * classes); a pass flushes only idle CPUs.
  *
  * Flush (medium_flush: pc_trim, the out-of-memory retry, a lower budget;
  * medium_decay: the release thread's passes, or without the thread the
@@ -82,15 +90,16 @@ struct PC_CACHE_ALIGNED medium_cpu { /* one per CPU: no shared lines */
 	uint32_t cursor; /* next class to take unused capacity from (lock) */
 	uint64_t sig;    /* the stacks' counts at the last decay pass (medium_decay_lock) */
 	bool idle;       /* the last decay pass flushes it (medium_decay_lock) */
-	bool shrunk;     /* ... only for a lowered bound: its raise kept (same) */
 	/* Frees of each class that found the budget used up since its last
 	 * look at other classes (relaxed, racy: a rate, not a count). */
 	_Atomic uint8_t miss[PC_MEDIUM_CLASSES];
 	/* The bound that follows demand ("The bound's demand", below): pages
-	 * raised above MEDIUM_BASE_PAGES (relaxed, racy: a lost raise is one
-	 * quantum less); refused[k]: blocks of class k that went to the pages
-	 * at the bound and no miss used up yet (saturating); refusing: one did
-	 * since the last decay pass (relaxed, racy, plain stores). */
+	 * raised above MEDIUM_BASE_PAGES (relaxed atomics, changed by
+	 * compare-and-swap: a miss's raise and a decay pass's
+	 * halving (under the lock) never undo each other); refused[k]: blocks
+	 * of class k that went to the pages at the bound and no miss used up
+	 * yet (saturating); refusing: one did since the last decay pass
+	 * (relaxed, racy, plain stores). */
 	_Atomic uint32_t raise;
 	_Atomic uint8_t refusing;
 	_Atomic uint8_t refused[PC_MEDIUM_CLASSES];
@@ -122,10 +131,15 @@ static struct pc_spin medium_decay_lock;
  * threads (docs/pages-medium.md). Each decay
  * pass halves the raise of a CPU that refused nothing since the previous
  * pass (its demand is met or over; a loop that still needs it raises it
- * again) and flushes that CPU if its stacks' capacities are then above its
- * bound (they grow again within it); every pass forgets the refusals. A
- * flush of a CPU (idle decay, trim, out of memory, a lower ceiling) resets
- * its raise. Thread mode (medium_thread.c) keeps its fixed bound.
+ * again), under the CPU's lock; every pass forgets the refusals. A halving
+ * flushes nothing: a busy CPU whose capacities are then above its bound
+ * gives them back as blocks leave (a class whose stack runs empty gives
+ * its unused capacity back at its miss, medium_cache_miss; a free's grow
+ * takes from other classes first), so that a steady demand is not flushed
+ * every other pass (it was, until 2026-11-24: docs/pages-medium.md); an
+ * idle CPU is flushed whole. A flush of a CPU (idle decay, trim, out of
+ * memory, a lower ceiling) resets its raise. Thread mode (medium_thread.c)
+ * keeps its fixed bound.
  */
 #define MEDIUM_BASE_PAGES  64u /* 256 KiB */
 #define MEDIUM_RAISE_PAGES 1u  /* 4 KiB per miss the cache would have served */
@@ -271,6 +285,22 @@ static bool medium_grow(unsigned pages)
 	return grown;
 }
 
+/* A CPU above its bound (a decay pass lowered it) whose class k just ran
+ * empty: that class gives its unused capacity back, so that the capacities
+ * come down to the bound as blocks leave. Try-lock only (busy: the next
+ * miss does it); on `cpu` (a resize run elsewhere fails and takes nothing). */
+static void medium_give_back(struct medium_cpu *mc, unsigned cpu, unsigned k)
+{
+	medium_enter();
+	if (pc_spin_trylock(&mc->lock)) {
+		uint32_t got = medium_shrink_class(cpu, k, UINT32_MAX, false);
+		uint32_t used = pc_load_relaxed(&mc->used);
+		pc_store_relaxed(&mc->used, used - PC_MIN(got, used));
+		pc_spin_unlock(&mc->lock);
+	}
+	medium_leave();
+}
+
 PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 {
 	medium_decay_tick();
@@ -300,10 +330,14 @@ PC_NOINLINE void medium_cache_miss(size_t pages)
 		uint8_t refused = pc_load_relaxed(&mc->refused[k]);
 		if (refused) {
 			pc_store_relaxed(&mc->refused[k], (uint8_t)(refused - 1));
+			/* Compare-and-swap: a decay pass's halving is not undone. */
 			uint32_t raise = pc_load_relaxed(&mc->raise);
-			if (MEDIUM_BASE_PAGES + raise < pc_load_relaxed(&medium_budget))
-				pc_store_relaxed(&mc->raise, raise + MEDIUM_RAISE_PAGES);
+			while (MEDIUM_BASE_PAGES + raise < pc_load_relaxed(&medium_budget) &&
+			       !pc_cas_weak_relaxed(&mc->raise, &raise, raise + MEDIUM_RAISE_PAGES))
+				;
 		}
+		if (pc_load_relaxed(&mc->used) > medium_bound(mc))
+			medium_give_back(mc, (unsigned)cpu, k);
 	}
 	medium_decay_tick();
 }
@@ -349,8 +383,7 @@ static size_t medium_flush_cpus_entered(bool idle_only)
 			pc_store_release((void *_Atomic *)medium_slot_of(c, k), (void *)st);
 		}
 		pc_store_relaxed(&medium_cpus[c].used, 0);
-		if (!idle_only || !medium_cpus[c].shrunk)
-			pc_store_relaxed(&medium_cpus[c].raise, 0);
+		pc_store_relaxed(&medium_cpus[c].raise, 0);
 		pc_spin_unlock(&medium_cpus[c].lock);
 	}
 	return pages << PC_PAGE_SHIFT;
@@ -390,9 +423,10 @@ static uint64_t medium_signature(unsigned c, bool *holds)
 	return sig;
 }
 
-/* Flush the CPUs whose stacks hold blocks and have not changed since the
- * previous call: one pass of the idle decay (the release thread's hook).
- * Returns the bytes given back. */
+/* One pass of the decay (the release thread's hook, or the ticks): flush
+ * the CPUs whose stacks hold blocks and have not changed since the previous
+ * pass, and halve the raise of the others that refused nothing since it.
+ * Called with medium_decay_lock. Returns the bytes given back. */
 static size_t medium_decay_locked(void)
 {
 	for (unsigned c = 0; c < medium_ncpus; c++) {
@@ -400,26 +434,24 @@ static size_t medium_decay_locked(void)
 		bool holds;
 		uint64_t sig = medium_signature(c, &holds);
 		mc->idle = holds && sig == mc->sig;
-		mc->shrunk = false;
 		mc->sig = sig;
 		/* The bound's decay: no refusal since the last pass halves the
-		 * raise; capacities above the new bound are flushed. The used
-		 * capacity is read under the CPU's lock after the new raise is
-		 * stored: a grow that took the lock before has counted its
-		 * capacity, one after reads the new bound. */
+		 * raise. Under the CPU's lock, so that no grow runs between the
+		 * halving and its own read of the bound; by compare-and-swap
+		 * against a miss's raise. Nothing is flushed for it: the
+		 * capacities come down as blocks leave ("The bound's demand"). */
 		bool refusing = pc_load_relaxed(&mc->refusing) != 0;
 		pc_store_relaxed(&mc->refusing, 0);
 		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
 			if (pc_load_relaxed(&mc->refused[k]))
 				pc_store_relaxed(&mc->refused[k], 0);
-		uint32_t raise = pc_load_relaxed(&mc->raise);
-		if (refusing || raise == 0)
-			continue;
-		pc_store_relaxed(&mc->raise, raise / 2);
+		if (refusing || mc->idle || pc_load_relaxed(&mc->raise) == 0)
+			continue; /* an idle CPU's flush below resets it */
 		pc_spin_lock(&mc->lock);
-		mc->shrunk = !mc->idle && pc_load_relaxed(&mc->used) > medium_bound(mc);
+		uint32_t raise = pc_load_relaxed(&mc->raise);
+		while (!pc_cas_weak_relaxed(&mc->raise, &raise, raise / 2))
+			;
 		pc_spin_unlock(&mc->lock);
-		mc->idle |= mc->shrunk;
 	}
 	return medium_flush_cpus(true);
 }

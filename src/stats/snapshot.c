@@ -242,6 +242,9 @@ static void collect_totals(struct pc_stats_snapshot *s)
 	t->mapped = (managed << PC_PAGE_SHIFT) + huge + cached;
 	t->active = (used_pages << PC_PAGE_SHIFT) + huge;
 	t->medium_cached = medium;
+	t->medium_bound = 0; /* 0 in thread mode: a fixed bound per thread */
+	for (unsigned c = 0; c < os_cpu_count(); c++)
+		t->medium_bound += medium_bound_bytes(c);
 	t->barn_charged = pc_slab_barn_charged();
 	t->allocated = small + (large_pages << PC_PAGE_SHIFT) - PC_MIN(medium, large_pages << PC_PAGE_SHIFT) +
 		       (huge - huge_n * PC_PAGE_SIZE);

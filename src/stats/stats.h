@@ -40,6 +40,7 @@
 	X(huge_bytes)     /* bytes mapped for them, header pages included */    \
 	X(huge_cached)    /* freed huge mappings kept (mapped; part resident) */\
 	X(medium_cached)  /* free medium blocks on malloc's per-CPU stacks */   \
+	X(medium_bound)   /* the CPUs' medium-cache bounds now, summed (rseq) */ \
 	X(barn_charged)   /* bytes of raised barn bounds (<= slub.barn_max_kb) */\
 	X(thread_ns)      /* thread time since statistics went on (wait share) */
 

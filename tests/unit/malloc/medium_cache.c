@@ -27,9 +27,13 @@
  *                    of 16 KiB keep 256 KiB), grows with misses that follow
  *                    refusals until a round keeps all 64, halves
  *                    its raise in a decay pass that follows one without
- *                    refusals (capacities above it flushed), and is back at
- *                    256 KiB after more passes (decay passes called
- *                    directly; the ticks' passes held off by the depth).
+ *                    refusals and flushes nothing while the CPU is busy
+ *                    (all 64 stay cached, above the bound), is back at
+ *                    256 KiB after more passes; the blocks then leave and
+ *                    the class's miss gives its capacity back to within the
+ *                    bound; an idle CPU is flushed whole (decay passes
+ *                    called directly; the ticks' passes held off by the
+ *                    depth).
  *  decay_ticks       without the release thread, medium misses run the
  *                    decay (every 16th, once the page clock passed the
  *                    delay, moved by hand): a CPU unchanged for two passes
@@ -268,8 +272,10 @@ TEST(bound_follows_demand)
 	CHECK(medium_bound_bytes(0) >= 64 * 16 * KiB);
 	CHECK_EQ(medium_cached_bytes(), 64 * 16 * KiB);
 	/* Decays when demand stops: a pass forgets the refusals, the next
-	 * (nothing refused since) halves the raise and flushes capacities above
-	 * the new bound; the stacks change before each pass (not idle). */
+	 * (nothing refused since) halves the raise; the stacks change before
+	 * each pass (not idle), so nothing is flushed: a steady demand keeps
+	 * its blocks while its bound comes down. */
+	const size_t all = 64 * 16 * KiB, capacity = medium_capacity_bytes(0);
 	touch_cpu0();
 	medium_decay();
 	size_t raised = medium_bound_bytes(0);
@@ -277,14 +283,34 @@ TEST(bound_follows_demand)
 	touch_cpu0();
 	medium_decay();
 	CHECK_EQ(medium_bound_bytes(0), base + (raised - base) / 2);
-	CHECK(medium_capacity_bytes(0) <= medium_bound_bytes(0));
-	CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
+	CHECK_EQ(medium_cached_bytes(), all);
+	CHECK_EQ(medium_capacity_bytes(0), capacity);
 	for (int pass = 0; pass < 32; pass++) {
 		touch_cpu0();
 		medium_decay();
 	}
 	CHECK_EQ(medium_bound_bytes(0), base);
+	CHECK_EQ(medium_cached_bytes(), all);
+	/* The blocks leave: the miss that finds the stack empty gives the
+	 * class's capacity back, within the lowered bound. */
+	for (int i = 0; i < 64; i++)
+		REQUIRE((b[i] = pc_malloc(16 * KiB)) != NULL);
+	CHECK_EQ(medium_cached_bytes(), 0);
+	CHECK_EQ(medium_capacity_bytes(0), capacity); /* above the bound */
+	char *extra = pc_malloc(16 * KiB); /* a miss */
+	REQUIRE(extra != NULL);
 	CHECK(medium_capacity_bytes(0) <= base);
+	pc_free(extra);
+	for (int i = 0; i < 64; i++) {
+		pc_free(b[i]);
+		CHECK(medium_capacity_bytes(0) <= base);
+	}
+	CHECK_EQ(medium_cached_bytes(), base); /* 16 of the 65 */
+	/* Idle (unchanged since the previous pass): flushed whole, raise reset. */
+	medium_decay();
+	medium_decay();
+	CHECK_EQ(medium_cached_bytes(), 0);
+	CHECK_EQ(medium_bound_bytes(0), base);
 	pc_medium_depth--;
 	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);

@@ -19,6 +19,9 @@
  *    huge_cached (and mapped) until pc_trim;
  *  - a barn's raised bound (barn_limit) and the process's charge for it
  *    (barn_charged) by name, as the slab layer counts them;
+ *  - the medium cache's bounds by name (medium_bound): the CPUs' bounds
+ *    summed, as the malloc layer reports them (256 KiB each at first), 0
+ *    in thread mode;
  *  - reports taken while other threads allocate and free (TSan checks the
  *    snapshot's reads).
  * Links every layer but the C library's names (pcmalloc_prefixed).
@@ -294,6 +297,22 @@ TEST(barn_bound_by_name)
 	CHECK_EQ(pcmalloc_ctl_set("vm.release_delay_ms", delay), 0);
 }
 
+TEST(medium_bound_by_name)
+{
+	REQUIRE(pc_malloc_init());
+	pc_trim(); /* every CPU's raise reset: each at its base bound */
+	size_t sum = 0;
+	for (unsigned c = 0; c < os_cpu_count(); c++)
+		sum += medium_bound_bytes(c);
+	long v = -1;
+	CHECK_EQ(pcmalloc_ctl_get("stats.medium_bound", &v), 0);
+	CHECK_EQ((size_t)v, sum);
+	if (pc_load_relaxed(&pc_medium_slots))
+		CHECK(sum >= os_cpu_count() * PC_MIN((size_t)256 << 10, (size_t)pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB) << 10));
+	else
+		CHECK_EQ(v, 0); /* thread mode: a fixed bound per thread */
+}
+
 /* ---- reports while other threads allocate ---------------------------------------- */
 static _Atomic bool churn_stop;
 
@@ -338,6 +357,7 @@ int main(void)
 	RUN(funclatency_buckets_sum_to_count);
 	RUN(totals_and_api);
 	RUN(barn_bound_by_name);
+	RUN(medium_bound_by_name);
 	RUN(reports_under_churn);
 	return test_report();
 }
