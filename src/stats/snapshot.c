@@ -190,6 +190,8 @@ static void collect_zone(struct pc_stats_snapshot *s, struct pc_zone *z)
 	r->free_pages = pc_load_relaxed(&z->free_hint);
 	r->dirty_pages = pc_load_relaxed(&z->dirty_hint);
 	r->pcp_pages = zone_pcp_pages(z);
+	r->run_free_pages = pc_load_relaxed(&z->run_free_hint);
+	r->run_dirty_pages = pc_load_relaxed(&z->run_dirty_hint);
 #define ZONE_COUNTER(f) r->f = pc_load_relaxed(&st->f);
 	ZONE_COUNTER(alloc_calls) ZONE_COUNTER(free_calls) ZONE_COUNTER(pcp_hits)
 	ZONE_COUNTER(pcp_frees) ZONE_COUNTER(pcp_busy) ZONE_COUNTER(refills)
@@ -221,8 +223,10 @@ static void collect_totals(struct pc_stats_snapshot *s)
 	uint64_t managed = 0, free = 0, dirty = 0, pcp = 0, released = 0, slab_pages = 0, small = 0;
 	for (unsigned i = 0; i < s->nr_zones; i++) {
 		managed += s->zones[i].managed_pages;
-		free += s->zones[i].free_pages;
-		dirty += s->zones[i].dirty_pages;
+		/* Free runs inside the run heap's chunks are free memory of
+		 * the zone as the buddy lists' blocks are (page/run.c). */
+		free += s->zones[i].free_pages + s->zones[i].run_free_pages;
+		dirty += s->zones[i].dirty_pages + s->zones[i].run_dirty_pages;
 		pcp += s->zones[i].pcp_pages;
 		released += s->zones[i].released_pages;
 	}

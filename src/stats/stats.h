@@ -88,6 +88,8 @@
 	X(free_pages)     /* pages on its buddy lists */                         \
 	X(dirty_pages)    /* free pages that may be resident */                  \
 	X(pcp_pages)      /* pages on its per-CPU lists */                       \
+	X(run_free_pages) /* pages in free runs inside chunks (run heap) */      \
+	X(run_dirty_pages) /* ... of them, those that may be resident */         \
 	X(alloc_calls)    /* page allocations that started here */              \
 	X(free_calls)     /* page frees into it */                               \
 	X(pcp_hits)       /* allocations served by a per-CPU list */             \

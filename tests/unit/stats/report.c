@@ -19,6 +19,10 @@
  *    huge_cached (and mapped) until pc_trim;
  *  - a barn's raised bound (barn_limit) and the process's charge for it
  *    (barn_charged) by name, as the slab layer counts them;
+ *  - a large block freed inside a chunk that another block keeps (a free
+ *    run of the run heap) leaves allocated and active at once, exactly
+ *    its pages, and shows in the zone's run_free_pages (it was counted
+ *    as allocated until 2026-11-24);
  *  - the medium cache's bounds by name (medium_bound): the CPUs' bounds
  *    summed, as the malloc layer reports them (256 KiB each at first), 0
  *    in thread mode;
@@ -297,6 +301,41 @@ TEST(barn_bound_by_name)
 	CHECK_EQ(pcmalloc_ctl_set("vm.release_delay_ms", delay), 0);
 }
 
+static long total(const char *name)
+{
+	long v = -1;
+	CHECK_EQ(pcmalloc_ctl_get(name, &v), 0);
+	return v;
+}
+
+TEST(free_runs_not_allocated)
+{
+	/* 75 pages: above the medium cache's and the per-CPU run lists'
+	 * longest runs (64 pages), so the free goes to the run heap. */
+	const size_t size = 75 * PC_PAGE_SIZE;
+	char *a = pc_malloc(size), *b = pc_malloc(size);
+	REQUIRE(a && b);
+	a[0] = b[0] = 1;
+	long alloc = total("stats.allocated"), active = total("stats.active");
+	long runs = 0;
+	for (unsigned z = 0; z < pc_zone_count(); z++) {
+		char name[64];
+		snprintf(name, sizeof(name), "stats.zone.%u.run_free_pages", z);
+		runs += total(name);
+	}
+	pc_free(a);
+	CHECK_EQ(total("stats.allocated"), alloc - (long)size);
+	CHECK_EQ(total("stats.active"), active - (long)size);
+	long runs2 = 0;
+	for (unsigned z = 0; z < pc_zone_count(); z++) {
+		char name[64];
+		snprintf(name, sizeof(name), "stats.zone.%u.run_free_pages", z);
+		runs2 += total(name);
+	}
+	CHECK(runs2 >= runs + 75); /* b keeps the chunk: a is a free run */
+	pc_free(b);
+}
+
 TEST(medium_bound_by_name)
 {
 	REQUIRE(pc_malloc_init());
@@ -357,6 +396,7 @@ int main(void)
 	RUN(funclatency_buckets_sum_to_count);
 	RUN(totals_and_api);
 	RUN(barn_bound_by_name);
+	RUN(free_runs_not_allocated);
 	RUN(medium_bound_by_name);
 	RUN(reports_under_churn);
 	return test_report();
