@@ -58,7 +58,7 @@
 	  "freed huge mappings kept for reuse within the release delay, at most")  \
 	X(VM_HUGE_THP, "vm.huge_thp", 0, 0, 1, 1,                                   \
 	  "1 = huge blocks start on a 2 MiB boundary with MADV_HUGEPAGE")          \
-	X(MALLOC_MEDIUM_CACHE_KB, "malloc.medium_cache_kb", 2048, 0, 1L << 30, 1, \
+	X(MALLOC_MEDIUM_CACHE_KB, "malloc.medium_cache_kb", 8192, 0, 1L << 30, 1, \
 	  "free medium blocks (8-256 KiB) kept per CPU for reuse, at most; 0 = off") \
 	X(LOCK_KIND, "lock.kind", 3, 0, 3, 0,                                      \
 	  "kind of zone lock and list_lock: spin, ticket, mcs, mutex")             \

@@ -179,7 +179,7 @@ PC_INLINE bool medium_reentered(void)
 PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p);
 /* "medium_thread.c": the same without rseq (thread mode): per-thread arrays
  * of at most PC_MEDIUM_THREAD_MAX blocks per class, and malloc.medium_cache_kb
- * / 4 in all, per thread. A thread's record; its fast paths (below) run
+ * / 4 (at most 512 KiB) in all, per thread. A thread's record; its fast paths (below) run
  * with busy set; a flusher owns the arrays while stopped is set (the
  * protocol: medium_thread.c). */
 #define PC_MEDIUM_THREAD_MAX 8

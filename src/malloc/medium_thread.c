@@ -2,7 +2,7 @@
  * malloc/medium_thread.c - the medium cache without rseq (thread mode:
  * valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0, ThreadSanitizer builds):
  * per-thread arrays of free medium blocks, at most PC_MEDIUM_THREAD_MAX
- * per class and malloc.medium_cache_kb / 4 in all per thread, handed back
+ * per class and malloc.medium_cache_kb / 4 (at most 512 KiB) in all per thread, handed back
  * when the thread exits. The fast paths are in malloc.h
  * (medium_thread_pop/push): plain loads and stores under the thread's busy
  * flag, no lock, no atomic read-modify-write.
@@ -225,10 +225,15 @@ size_t medium_thread_cached_bytes(void)
 
 /* ---- tunable, fork, start-up ------------------------------------------------------ */
 
+/* A quarter of the ceiling per thread, at most MEDIUM_THREAD_KB_MAX: thread
+ * mode has no demand bound and no bound in all, so it keeps the 512 KiB per
+ * thread it had under the former 2 MiB default (docs/pages-medium.md). */
+#define MEDIUM_THREAD_KB_MAX 512
 static void medium_thread_budget_changed(long kb)
 {
 	uint32_t old = pc_load_relaxed(&pc_medium_thread_budget);
-	uint32_t now = (uint32_t)PC_MIN((uint64_t)kb / 4 / (PC_PAGE_SIZE >> 10), (uint64_t)UINT32_MAX / 2);
+	uint64_t quarter = PC_MIN((uint64_t)kb / 4, (uint64_t)MEDIUM_THREAD_KB_MAX);
+	uint32_t now = (uint32_t)(quarter / (PC_PAGE_SIZE >> 10));
 	pc_store_relaxed(&pc_medium_thread_budget, now);
 	if (now < old)
 		medium_thread_flush(false);

@@ -23,6 +23,9 @@
  *  decay             a decay pass flushes a CPU unchanged since the last
  *                    pass (the second through the release thread's pass),
  *                    and keeps one that changed.
+ *  mode              per-CPU stacks exactly in rseq mode; the default
+ *                    ceiling (8 MiB); thread mode's per-thread budget is a
+ *                    quarter of it, at most 512 KiB.
  *  bound_follows_demand  rseq: CPU 0's bound starts at 256 KiB (64 frees
  *                    of 16 KiB keep 256 KiB), grows with misses that follow
  *                    refusals until a round keeps all 64, halves
@@ -63,7 +66,8 @@
  *                    allocator's exit handler: no record is made again
  *                    (thread mode: nothing cached once the threads are gone).
  *  oom_flushes       in a child under RLIMIT_AS, 8+ MiB of 256 KiB blocks
- *                    cached, then 12 KiB blocks until malloc fails: by then
+ *                    cached (thread mode: what a thread's budget holds),
+ *                    then 12 KiB blocks until malloc fails: by then
  *                    the cache is empty and its pages were reused; after
  *                    freeing, malloc works again.
  */
@@ -114,6 +118,14 @@ TEST(mode)
 	REQUIRE(pc_malloc_init());
 	/* Per-CPU stacks exactly in rseq mode (init.c). */
 	CHECK_EQ(rseq_mode(), pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ);
+	/* The default ceiling is 8 MiB per CPU; thread mode keeps a quarter
+	 * of it per thread, at most 512 KiB (128 pages). */
+	CHECK_EQ(pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB), 8192);
+	if (!rseq_mode())
+		CHECK_EQ(pc_load_relaxed(&pc_medium_thread_budget), 512 * KiB / PC_PAGE_SIZE);
+	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 1024);
+	if (!rseq_mode())
+		CHECK_EQ(pc_load_relaxed(&pc_medium_thread_budget), 256 * KiB / PC_PAGE_SIZE);
 	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
 }
 
@@ -694,8 +706,11 @@ static int oom_child(void)
 			break;
 	}
 	bool on = cache_on();
-	/* At least 32 on CPU 0's stack; 8 (the most per class) in a thread's array. */
-	if (rseq_mode() ? medium_cached_bytes() < 8 * MiB : medium_cached_bytes() != (on ? 2 * MiB : 0))
+	/* At least 32 on CPU 0's stack; in a thread's array 8 (the most per
+	 * class) or what its budget holds (512 KiB at most: 2). */
+	size_t per_thread = PC_MIN(8 * 256 * KiB, (size_t)pc_load_relaxed(&pc_medium_thread_budget) * PC_PAGE_SIZE);
+	per_thread -= per_thread % (256 * KiB);
+	if (rseq_mode() ? medium_cached_bytes() < 8 * MiB : medium_cached_bytes() != (on ? per_thread : 0))
 		return 4;
 	struct rlimit rl = { mapped_bytes() + MiB, 0 };
 	rl.rlim_max = rl.rlim_cur;
