@@ -373,6 +373,10 @@ struct pc_zone {
 	 * with it dropped: release batches being madvised (release.c), regions
 	 * being unmapped (unmap.c). Fork waits for 0 (pc_page_prefork). */
 	unsigned in_flight;
+	/* Under lock: pages a release pass has taken off the free lists and not
+	 * yet freed back (release.c). Off the lists, so outside free_pages, but
+	 * no use: the peak of use and the bound leave them out. */
+	size_t release_held;
 	size_t managed_pages;  /* under lock: pages in all regions */
 	/* Under lock: the chunks of the newest region not yet on the free lists
 	 * (buddy.c, "seeding"): its last seed_pages pages, FRESH, counted in
