@@ -122,7 +122,7 @@ static void zone_roll_peak_locked(struct pc_zone *z, uint64_t now)
 {
 	if (now < z->peak_roll_ns)
 		return;
-	size_t used = z->managed_pages - z->free_pages;
+	size_t used = z->managed_pages - z->free_pages - z->release_held;
 	z->peak_used[1] = z->peak_used[0];
 	z->peak_used[0] = used;
 	z->peak_roll_ns = now + delay_ns() / 4;
@@ -139,30 +139,64 @@ int page_release_memory(void *p, size_t bytes)
 	return os_release(p, bytes);
 }
 
+/* What a pass releases: every dirty block freed before due_before, and,
+ * oldest first whatever its age, more while the zone keeps more dirty pages
+ * than keep_pages; or, with `bounded`, than its bound (bound_pages) as it is
+ * when each block is taken. */
+struct release_goal {
+	uint64_t due_before;
+	size_t keep_pages;
+	bool bounded;
+};
+
+/* The dirty pages z may keep now: the goal's number, or the bound of the
+ * use now (the pages this pass holds are no use). Under zone->lock. */
+static size_t goal_keep_locked(const struct pc_zone *z, const struct release_goal *g)
+{
+	if (!g->bounded)
+		return g->keep_pages;
+	return bound_pages(z, z->managed_pages - z->free_pages - z->release_held);
+}
+
 /*
  * Take up to RELEASE_BATCH blocks: the oldest dirty ones while the zone is
- * above keep_pages, then those freed before due_before. Under zone->lock.
+ * above what it may keep, then those freed before due_before. The bound is
+ * read again at each block (and each batch), not once per pass: the madvise
+ * runs with the lock dropped, and while it runs other threads free into the
+ * zone, which raises the dirty count and the bound (its peak part) alike.
+ * With a bound fixed at the pass's start, a pass that began a few hundred
+ * pages over went on releasing everything freed meanwhile (Test D at 16
+ * threads: 25,000-30,000 pages of 80,000 in some rounds, faulted back in at
+ * the next; docs/pages.md, "Test D at 16 threads"). The blocks taken count
+ * in z->release_held until they are freed back: not use, so that neither
+ * the bound here nor the peak of use (zone_publish_hints_locked, run by
+ * any free into the zone meanwhile) counts them; counted as use, a batch
+ * in flight (up to 32 blocks of 4 MiB) raised the peak, and the bound's
+ * peak part with it, by its size. Under zone->lock.
  */
-static unsigned take_batch(struct pc_zone *z, uint64_t due_before, size_t keep_pages,
+static unsigned take_batch(struct pc_zone *z, const struct release_goal *g,
 			   struct pc_page **pages, unsigned *orders)
 {
 	unsigned n = 0;
+	pc_lock_assert_held(&z->lock);
 	while (n < RELEASE_BATCH) {
-		uint64_t before = z->dirty_pages > keep_pages ? PC_NS_NEVER : due_before;
+		size_t keep = goal_keep_locked(z, g);
+		uint64_t before = z->dirty_pages > keep ? PC_NS_NEVER : g->due_before;
 		struct pc_page *pg = zone_take_oldest_dirty_locked(z, before, &orders[n]);
 		if (!pg)
 			break;
+		z->release_held += (size_t)1 << orders[n];
 		pages[n++] = pg;
 	}
 	return n;
 }
 
 /*
- * Release the dirty free blocks of z freed before due_before, and more, oldest
- * first, while more than keep_pages stay dirty (SIZE_MAX: no bound). Returns
- * the bytes released. Stops at the first madvise failure (mlocked memory).
+ * Release the dirty free blocks of z that the goal names, oldest first.
+ * Returns the bytes released. Stops at the first madvise failure (mlocked
+ * memory).
  */
-static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t keep_pages)
+static size_t zone_release_until(struct pc_zone *z, const struct release_goal *g)
 {
 	struct pc_page *pages[RELEASE_BATCH];
 	unsigned orders[RELEASE_BATCH];
@@ -171,7 +205,7 @@ static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t 
 	bool ok = true;
 	while (ok && !page_fork_pending()) { /* a fork waits for one batch at most */
 		pc_lock_acquire(&z->lock);
-		unsigned n = take_batch(z, due_before, keep_pages, pages, orders);
+		unsigned n = take_batch(z, g, pages, orders);
 		z->in_flight += n > 0; /* on no list until freed back: fork waits */
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
@@ -185,8 +219,10 @@ static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t 
 			released += done[i] ? PC_PAGE_SIZE << orders[i] : 0;
 		}
 		pc_lock_acquire(&z->lock);
-		for (unsigned i = 0; i < n; i++)
+		for (unsigned i = 0; i < n; i++) {
 			zone_free_block_locked(z, pages[i], orders[i], done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY);
+			z->release_held -= (size_t)1 << orders[i];
+		}
 		z->in_flight--;
 		zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
@@ -201,7 +237,8 @@ static size_t zone_release_until(struct pc_zone *z, uint64_t due_before, size_t 
  * whatever their age (pc_page_trim passes 0). Returns the bytes released. */
 size_t zone_release(struct pc_zone *z, size_t keep_pages)
 {
-	return zone_release_until(z, PC_NS_NEVER, keep_pages);
+	struct release_goal g = { .due_before = PC_NS_NEVER, .keep_pages = keep_pages };
+	return zone_release_until(z, &g);
 }
 
 /*
@@ -234,7 +271,8 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now, bool timed)
 	 * peak's part counts from then on. */
 	if (pc_load_relaxed(&z->dirty_hint) > bound && delay != 0)
 		release_thread_note_over_floor();
-	size_t released = zone_release_until(z, due_before, bound);
+	struct release_goal g = { .due_before = due_before, .bounded = true };
+	size_t released = zone_release_until(z, &g);
 	/* free runs in chunks still partly used: by age only (run.c) */
 	released += zone_run_release_due(z, due_before);
 	zone_unmap_maybe(z); /* whole regions given back: their address space */
