@@ -161,7 +161,10 @@
  *     counts those batches (>= 0) and pcp->refill_pages the pages their
  *     refills plan to put on the lists (>= 0, 0 when in_flight is 0); a
  *     block or run between two zone-lock holds of a release pass or an
- *     unmapping is counted in zone->in_flight; a fork child has none; a bit of pcp->used is set iff its list is
+ *     unmapping is counted in zone->in_flight; the pages of a release
+ *     pass's buddy blocks also in zone->release_held (0 when no pass holds
+ *     any), which the peak of use and the release bound do not count as
+ *     use; a fork child has none; a bit of pcp->used is set iff its list is
  *     not empty; every head on them has state PC_PG_PCP, aux
  *     = its length and order = floor(log2(length)) (so the lock-free double-
  *     free check, which trusts a free head's order, never claims a page
