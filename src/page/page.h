@@ -363,10 +363,10 @@ struct pc_zone {
 	 * value runs one pass early or one call late). */
 	_Atomic uint64_t next_pass_ns;
 	_Atomic size_t managed_hint; /* copy of managed_pages, for the bound */
-	/* The most pages in use (managed - free) seen in the current and the
-	 * previous window (a quarter of the release delay or more; release.c,
-	 * bound_pages): under lock; peak_hint is the max of the two, for
-	 * lock-free looks. */
+	/* The most pages in use (managed - free - release_held) seen in the
+	 * current and the previous window (a quarter of the release delay or
+	 * more; release.c, bound_pages): under lock; peak_hint is the max of
+	 * the two, for lock-free looks. */
 	size_t peak_used[2];
 	uint64_t peak_roll_ns;     /* under lock: when the window rolls next */
 	_Atomic size_t peak_hint;
