@@ -11,10 +11,11 @@
  * runs of pages that may still be resident (the dirty extents,
  * huge_dirty.c); the others read zero, so calloc skips them.
  *
- *  - take (a huge malloc) picks the best fit, ranges with resident pages
- *    before wholly released ones: the smallest range at least as large as
- *    it needs, else the largest smaller one, grown with mremap (its pages
- *    are kept, only the new tail faults in). A tail beyond 1/8 of the
+ *  - take (a huge malloc) picks the range whose resident pages it reuses
+ *    most (most_resident), else, among wholly released ones, the best fit:
+ *    the smallest range at least as large as it needs, else the largest
+ *    smaller one. A smaller range is grown with mremap (its pages are kept,
+ *    only the new tail faults in). A tail beyond 1/8 of the
  *    request is split off and cached as a range of its own, its pages as
  *    they were: it is not unmapped, so a larger request later finds them
  *    again. When mremap cannot grow the range (it spans two mappings the
@@ -24,12 +25,18 @@
  *    merges the range with cached neighbours in the address space, resident
  *    or released (the tail split off above, when the block before it comes
  *    back), so splitting does not fragment the cache for good.
- *  - Resident bytes in the cache are bounded by one block per CPU (the number
- *    of CPUs times the largest huge block freed recently, at most the
- *    address space bound): at most that many threads can be about to reuse a
- *    block at once, and more would only add to the peak RSS of a program with
- *    many threads (bench_huge at 16 threads on 2 CPUs: docs/huge.md). Beyond
- *    it the oldest resident ranges are released, their address space kept.
+ *  - Resident bytes in the cache are bounded by one block per other CPU (the
+ *    number of CPUs less one, at least one, times the largest huge block
+ *    freed recently; at most the address space bound), checked after each
+ *    take: while a thread goes from a free to its next malloc, at most one
+ *    thread per other CPU can be doing the same, and more would only add to
+ *    the peak RSS of a program with many threads (bench_huge at 16 threads
+ *    on 2 CPUs: docs/huge.md). A put may pass the bound by the block it
+ *    puts (the block in transit): the next take chooses first, then the
+ *    excess goes. Released at the put instead, before the take chose, the
+ *    excess was often the very pages the take then faulted in again.
+ *    Beyond the bound the oldest resident ranges are released, their
+ *    address space kept.
  *    "Recently": the largest size is halved for each release delay that
  *    passes without a free as large (never below the block being freed), so
  *    one big block freed long ago does not keep the bound up.
@@ -86,7 +93,8 @@ size_t huge_cache_resident(void)
 _Atomic unsigned pc_huge_cache_test_cpus;
 _Atomic size_t pc_huge_cache_test_bound;
 
-/* Resident bytes the cache may hold: one block per CPU (see the top). */
+/* Resident bytes the cache may hold once a malloc has taken its range: one
+ * block per other CPU, at least one (see the top). */
 size_t huge_cache_resident_bound(void)
 {
 	size_t bound = (size_t)pc_option(PC_OPT_VM_HUGE_CACHE_KB) << 10;
@@ -94,8 +102,9 @@ size_t huge_cache_resident_bound(void)
 	if (forced)
 		return forced;
 	unsigned cpus = pc_load_relaxed(&pc_huge_cache_test_cpus);
-	size_t per_cpu = (size_t)pc_load_relaxed(&largest_freed) * (cpus ? cpus : os_cpu_count());
-	return per_cpu < bound ? per_cpu : bound;
+	cpus = cpus ? cpus : os_cpu_count();
+	size_t blocks = (size_t)pc_load_relaxed(&largest_freed) * (cpus > 1 ? cpus - 1 : 1);
+	return blocks < bound ? blocks : bound;
 }
 
 /* Bytes of range h counted resident: its dirty extents and its header
@@ -240,12 +249,12 @@ static int oldest(bool resident)
 }
 
 /* Release pages of the oldest resident ranges, from their ends (the header
- * page stays), until the resident bytes are within the bound: no more than
- * the excess, so a range joined from several blocks keeps the front the
- * next taker gets (fit). The ranges stay cached. */
-static void shed_resident(void)
+ * page stays), until the resident bytes are within the bound plus `slack`:
+ * no more than the excess, so a range joined from several blocks keeps the
+ * front the next taker gets (fit). The ranges stay cached. */
+static void shed_resident(size_t slack)
 {
-	size_t bound = huge_cache_resident_bound();
+	size_t bound = huge_cache_resident_bound() + slack;
 	for (unsigned n = 0; n < CACHE_SLOTS; n++) {
 		size_t resident = pc_load_relaxed(&resident_bytes);
 		if (resident <= bound)
@@ -298,28 +307,59 @@ bool huge_cache_put(struct pc_huge_header *h)
 	if (h->map_size > bound || !make_room(h->map_size, bound))
 		return false;
 	uint64_t t = pc_page_clock_ns();
-	note_freed(h->map_size, t);
+	size_t size = h->map_size;
+	note_freed(size, t);
 	huge_dirty_all(h);
 	h = merge(h, &t);
 	if (!insert(h, t)) {
 		os_unmap(h, h->map_size); /* merged ranges included: now ours */
 		return true;
 	}
-	shed_resident();
+	shed_resident(size); /* the block in transit: see the top */
 	return true;
 }
 
-/* The best fit for `need` bytes among ranges with resident data pages
- * (`resident`: at least an eighth of `need`, so that the header pages left
- * in a range joined from released ones do not count) or the others (see the
- * top), or -1 when there looks to be none; a smaller range (to grow) only if
- * `grow`. */
-static int best_slot(size_t need, bool resident, bool grow)
+/* The range a block of `need` bytes reuses the most resident pages of:
+ * the most min(resident, need), the smaller range on a tie (less to split
+ * off); a smaller range (grown by fit, only if `grow`) counts a quarter
+ * less, since its mremap takes the kernel's mmap lock for writing and
+ * moves page tables. Only ranges with at least an eighth of `need`
+ * resident qualify (the header pages left in a range joined from released
+ * ones do not count); -1 if none does. */
+static int most_resident(size_t need, bool grow)
+{
+	int best = -1;
+	size_t best_reuse = 0, best_size = SIZE_MAX;
+	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
+		if (!slot_range(i))
+			continue;
+		size_t s = pc_load_relaxed(&slot_size[i]);
+		size_t reuse = PC_MIN(pc_load_relaxed(&slot_resident[i]), need);
+		if (s < need && !grow)
+			continue;
+		if (s < need)
+			reuse -= reuse / 4;
+		if (reuse < need / 8)
+			continue;
+		if (best < 0 || reuse > best_reuse || (reuse == best_reuse && s < best_size)) {
+			best = (int)i;
+			best_reuse = reuse;
+			best_size = s;
+		}
+	}
+	return best;
+}
+
+/* The best fit for `need` bytes among the ranges most_resident passes
+ * over (wholly released, or under an eighth of `need` resident): the
+ * smallest at least as large, else (if `grow`) the largest smaller one;
+ * -1 if there looks to be none. */
+static int best_released(size_t need, bool grow)
 {
 	int best = -1, below = -1;
 	size_t best_size = SIZE_MAX, below_size = 0;
 	for (unsigned i = 0; i < CACHE_SLOTS; i++) {
-		if (!slot_range(i) || (pc_load_relaxed(&slot_resident[i]) >= need / 8) != resident)
+		if (!slot_range(i) || pc_load_relaxed(&slot_resident[i]) >= need / 8)
 			continue;
 		size_t s = pc_load_relaxed(&slot_size[i]);
 		if (s >= need && s < best_size) {
@@ -451,9 +491,9 @@ struct pc_huge_header *huge_cache_take(size_t need)
 {
 	bool grow = true;
 	for (int tries = 0; tries < 4; tries++) {
-		int i = best_slot(need, true, grow);
+		int i = most_resident(need, grow);
 		if (i < 0)
-			i = best_slot(need, false, grow);
+			i = best_released(need, grow);
 		if (i < 0)
 			return NULL;
 		uint64_t t = pc_load_relaxed(&slot_time[i]);
@@ -462,11 +502,20 @@ struct pc_huge_header *huge_cache_take(size_t need)
 			continue;
 		bool growing = h->map_size < need;
 		h = fit(h, need, t);
+		if (h)
+			shed_resident(0); /* the taker has chosen: see the top */
 		if (h || !growing)
 			return h;
 		grow = false; /* fit cached it again */
 	}
 	return NULL;
+}
+
+/* Resident bytes down to the bound, as a take leaves them: what a put let
+ * pass it (the block in transit) is released if no take came since. */
+void huge_cache_settle(void)
+{
+	shed_resident(0);
 }
 
 /* Unmap what has been cached since before `before` (PC_NS_NEVER: all). */

@@ -297,13 +297,15 @@ void huge_zero(void *p, size_t size);
  * false when the caller must unmap h itself; take returns a mapping of
  * `need` to need + need/8 bytes, its header's dirty extents valid (the rest
  * of the header the caller's to write), or NULL. bytes: address space
- * cached; resident: the part of it not released; bound: the most resident. */
+ * cached; resident: the part of it not released; bound: the most resident
+ * after a take (a put may leave the block it put on top of it). */
 bool huge_cache_put(struct pc_huge_header *h);
 struct pc_huge_header *huge_cache_take(size_t need);
 /* Grow live block h in place to `total` bytes with the cached range right
  * after it; false if there is none large enough. */
 bool huge_cache_grow(struct pc_huge_header *h, size_t total);
 size_t huge_cache_expire(void);
+void huge_cache_settle(void); /* resident down to the bound, as after a take */
 size_t huge_cache_flush(void);
 size_t huge_cache_bytes(void);
 size_t huge_cache_resident(void);

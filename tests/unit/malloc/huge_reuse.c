@@ -35,6 +35,16 @@
  *                    (ThreadSanitizer grows by map + copy: no failure there).
  *  bound_decays      the resident bound halves per delay passed without a
  *                    free as large, down to the block freed now.
+ *  bound_per_cpu     the bound is one largest block per CPU but one, at
+ *                    least one block.
+ *  most_resident     a malloc takes the range whose resident pages it
+ *                    reuses most (a larger, wholly resident one), not the
+ *                    smallest fit with a few resident pages: no fault.
+ *  shed_after_take   a free over the bound keeps the block it frees (in
+ *                    transit); the next malloc takes the older range whole
+ *                    (no fault: the free released none of it), and only
+ *                    then is the resident excess released, down to the
+ *                    bound.
  *  realloc_shrink    realloc to a third keeps the block in place and caches
  *                    the tail (resident); freeing the block joins them again.
  *  realloc_grow      realloc growing a block into the cached range right
@@ -190,34 +200,31 @@ TEST(extents)
 }
 
 /*
- * The joined range, made deterministic: q (36 MiB) and p (40 MiB) apart;
- * p shrunk to 8 MiB by realloc (its 32 MiB tail cached, resident: the bound
- * is the largest recent free, 32 MiB); q freed: the bound is q's size now,
- * and the excess, the whole tail (the oldest), is released; then p freed
- * next to it (as much of q's end released in turn). Returns p: a 40 MiB
- * range, resident in its first 8 MiB (touched with 'm'), released in the
- * rest.
+ * The joined range, made deterministic: p (40 MiB) shrunk to 8 MiB by
+ * realloc (its 32 MiB tail cached, resident: a put keeps the range it puts);
+ * the tail released (the bound forced to a page, then settled, as the next
+ * take would leave it); then p freed next to it. Returns p: a 40 MiB range,
+ * resident in its first 8 MiB (touched with 'm'), released in the rest.
  */
 static char *mixed_range(void)
 {
 	fresh_cache();
-	char *q = pc_malloc(36 * MiB);
-	REQUIRE(q != NULL);
-	guard(q);
 	char *p = pc_malloc(40 * MiB);
 	REQUIRE(p != NULL);
 	guard(p);
-	touch_pages(q, 36 * MiB, 'q');
 	touch_pages(p, 40 * MiB, 'm');
 	REQUIRE(pc_realloc(p, 8 * MiB) == p);
 	CHECK_EQ(huge_cache_resident(), 32 * MiB);
 	CHECK_EQ(huge_cache_resident_bound(), 32 * MiB);
-	pc_free(q);
+	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
+	huge_cache_settle();
+	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
 	CHECK_EQ(resident_pages(p + 8 * MiB + PC_PAGE_SIZE, 31 * MiB / PC_PAGE_SIZE), 0);
-	CHECK_EQ(huge_cache_resident(), 36 * MiB + PC_PAGE_SIZE); /* q alone */
+	CHECK_EQ(huge_cache_resident(), 0);
 	pc_free(p);
-	CHECK_EQ(huge_cache_bytes(), 76 * MiB + 2 * PC_PAGE_SIZE);
-	CHECK_EQ(huge_cache_resident(), huge_cache_resident_bound()); /* q's end went */
+	CHECK_EQ(huge_cache_bytes(), 40 * MiB + PC_PAGE_SIZE);
+	CHECK(huge_cache_resident() >= 8 * MiB); /* p's pages */
+	CHECK(huge_cache_resident() <= 8 * MiB + 2 * PC_PAGE_SIZE);
 	unguard();
 	return p;
 }
@@ -259,7 +266,9 @@ TEST(calloc_released)
 	touch_pages(p, 20 * MiB, 'p');
 	touch_pages(q, 20 * MiB, 'q');
 	pc_free(p);
-	pc_free(q); /* two blocks over a bound of one: p's range released */
+	pc_free(q); /* two blocks over a bound of one: q kept (in transit) */
+	CHECK_EQ(resident_pages(p, 20 * MiB / PC_PAGE_SIZE), 20 * MiB / PC_PAGE_SIZE);
+	huge_cache_settle(); /* as a take leaves it: p's range released */
 	CHECK_EQ(resident_pages(p, 20 * MiB / PC_PAGE_SIZE), 0);
 	char *m = pc_malloc(20 * MiB); /* a resident range first: q's */
 	CHECK(m == q);
@@ -287,7 +296,9 @@ TEST(place_resident)
 	REQUIRE(w && y && x);
 	CHECK(w == p && y == w + 8 * MiB + PC_PAGE_SIZE && x == y + 8 * MiB + PC_PAGE_SIZE);
 	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
-	pc_free(y); /* the rest and y released */
+	pc_free(y); /* the rest released, y kept (in transit) */
+	CHECK_EQ(resident_pages(y, 8 * MiB / PC_PAGE_SIZE), 8 * MiB / PC_PAGE_SIZE);
+	huge_cache_settle(); /* and y */
 	CHECK_EQ(huge_cache_resident(), 0);
 	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
 	touch_pages(x, 16 * MiB, 'x');
@@ -318,7 +329,8 @@ TEST(remap_refused)
 	guard(p);
 	touch_pages(p, 20 * MiB, 1);
 	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
-	pc_free(x); /* released */
+	pc_free(x);
+	huge_cache_settle(); /* released */
 	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
 	pc_free(p); /* resident: the bound is x's size */
 	CHECK_EQ(huge_cache_resident(), 20 * MiB + PC_PAGE_SIZE);
@@ -392,6 +404,86 @@ TEST(bound_decays)
 	pc_trim();
 }
 
+TEST(bound_per_cpu)
+{
+	fresh_cache();
+	char *p = pc_malloc(10 * MiB);
+	REQUIRE(p != NULL);
+	pc_free(p);
+	size_t block = 10 * MiB + PC_PAGE_SIZE;
+	CHECK_EQ(huge_cache_resident_bound(), block); /* 1 CPU: one block */
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 2);
+	CHECK_EQ(huge_cache_resident_bound(), block); /* the other CPU's */
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 4);
+	CHECK_EQ(huge_cache_resident_bound(), 3 * block);
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 1);
+	pc_trim();
+}
+
+TEST(most_resident)
+{
+	fresh_cache();
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 2); /* no release at b's free, whatever the rule */
+	char *a = pc_malloc(24 * MiB);
+	REQUIRE(a != NULL);
+	guard(a);
+	char *b = pc_malloc(32 * MiB);
+	REQUIRE(b != NULL);
+	guard(b);
+	touch_pages(a, 24 * MiB, 'a');
+	touch_pages(b, 32 * MiB, 'b');
+	pc_free(a);
+	pc_store_relaxed(&pc_huge_cache_test_bound, 4 * MiB);
+	huge_cache_settle(); /* a's range keeps its first 4 MiB resident */
+	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
+	CHECK_EQ(huge_cache_resident(), 4 * MiB);
+	pc_free(b); /* resident whole */
+	CHECK_EQ(huge_cache_resident(), 36 * MiB + PC_PAGE_SIZE);
+	long f0 = minor_faults();
+	char *r = pc_malloc(20 * MiB); /* a's range fits better, b's has the pages */
+	CHECK(r == b);
+	REQUIRE(r != NULL);
+	touch_pages(r, 20 * MiB, 'r');
+	CHECK(minor_faults() - f0 < 16);
+	pc_free(r);
+	unguard();
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 1);
+	pc_trim();
+}
+
+TEST(shed_after_take)
+{
+	fresh_cache();
+	char *p = pc_malloc(24 * MiB);
+	REQUIRE(p != NULL);
+	guard(p);
+	char *q = pc_malloc(16 * MiB);
+	REQUIRE(q != NULL);
+	guard(q);
+	touch_pages(p, 24 * MiB, 'p');
+	touch_pages(q, 16 * MiB, 'q');
+	pc_free(p);
+	CHECK_EQ(huge_cache_resident_bound(), 24 * MiB + PC_PAGE_SIZE); /* one block */
+	pc_free(q); /* over the bound by q: nothing released yet */
+	CHECK_EQ(huge_cache_resident(), 40 * MiB + 2 * PC_PAGE_SIZE);
+	long f0 = minor_faults();
+	char *r = pc_malloc(24 * MiB);
+	CHECK(r == p);
+	REQUIRE(r != NULL);
+	CHECK_EQ(count_not(r, 24 * MiB, 'p', PC_PAGE_SIZE), 0);
+	CHECK(minor_faults() - f0 < 16); /* p's range whole */
+	CHECK_EQ(huge_cache_resident(), 16 * MiB + PC_PAGE_SIZE); /* q: within the bound */
+	pc_free(r);
+	char *s = pc_malloc(5 * MiB); /* from q's range (the smaller): its tail cached */
+	CHECK(s == q);
+	REQUIRE(s != NULL);
+	CHECK_EQ(huge_cache_resident(), huge_cache_resident_bound()); /* the excess went */
+	CHECK_EQ(resident_pages(p, 24 * MiB / PC_PAGE_SIZE), 24 * MiB / PC_PAGE_SIZE);
+	pc_free(s);
+	unguard();
+	pc_trim();
+}
+
 TEST(realloc_shrink)
 {
 	fresh_cache();
@@ -456,7 +548,8 @@ TEST(put_evicts)
 	guard(y);
 	touch_pages(y, 20 * MiB, 'y');
 	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
-	pc_free(x); /* released */
+	pc_free(x);
+	huge_cache_settle(); /* released */
 	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
 	CHECK_EQ(huge_cache_resident(), 0);
 	pc_free(y); /* 40 MiB + 2 pages do not fit 40 MiB: x's range goes */
@@ -556,6 +649,9 @@ int main(void)
 	RUN(remap_refused);
 	RUN(remap_two_vmas);
 	RUN(bound_decays);
+	RUN(bound_per_cpu);
+	RUN(most_resident);
+	RUN(shed_after_take);
 	RUN(realloc_shrink);
 	RUN(realloc_grow);
 	RUN(put_evicts);
