@@ -109,7 +109,7 @@ size_t huge_cache_resident_bound(void)
 
 /* Bytes of range h counted resident: its dirty extents and its header
  * page; a range wholly released counts nothing (its one header page is
- * noise beside the bound, and the bound of one block per CPU must be met
+ * noise beside the bound, and a bound of one block must be met
  * by one resident block however many released ones are cached). */
 static size_t resident_of(const struct pc_huge_header *h)
 {

@@ -13,8 +13,10 @@
  *   huge   beyond: a mapping of its own with one header page in front
  *          (on a 2 MiB boundary, with MADV_HUGEPAGE, if vm.huge_thp = 1),
  *          cached for reuse after free (under the release delay, bounded
- *          in bytes; best fit, split and merged, resident up to one recent
- *          block per CPU, the rest kept as address space), then unmapped;
+ *          in bytes; the range with the most resident pages to reuse,
+ *          split and merged, resident up to one recent block per other
+ *          CPU after each malloc, the rest kept as address space), then
+ *          unmapped;
  *          grown with mremap, shrunk in place (the tail cached). When the OS
  *          refuses the mapping, a range of free pages of a region, lent by
  *          the page allocator (same layout; never unmapped or remapped).
