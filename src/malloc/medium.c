@@ -22,29 +22,26 @@
  *     half again within the budget, after taking back the unused capacity
  *     (capacity - count) of other classes of c, then their blocks (evicted
  *     to the page allocator), when the budget has not enough left;
- *   - in a medium malloc the cache could not serve (medium_cache_miss: its
- *     stack ran empty), on a CPU above its bound: under c's lock (try only),
- *     on c, the class's capacity is lowered to its count (its unused
- *     capacity given back), so the capacities come down to a lowered bound
- *     as blocks leave;
- *   - in a flush (below), which sets them to 0.
- * So the bytes a CPU's stacks hold never exceed the bound they were granted
- * under: a push commits only below the capacity it read in its section, and
- * a lowered capacity aborts every section of that CPU that read the old one.
- * A decay pass that lowers the bound of a busy CPU leaves its capacities
- * (at most the ceiling) until its own slow paths give them back (the miss
- * above; a free's grow takes unused capacity, then blocks, from other
- * classes); a pass flushes only idle CPUs.
+ *   - in a flush (below), which sets them to 0, or a decay pass's trim of a
+ *     CPU above its lowered bound (below), which sets them to the counts
+ *     it leaves, within the bound.
+ * So the bytes a CPU's stacks hold never exceed its bound, but between a
+ * decay pass's halving of its raise and the trim the same pass then does:
+ * a push commits only below the capacity it read in its section, and a
+ * lowered capacity aborts every section of that CPU that read the old one.
  *
  * Flush (medium_flush: pc_trim, the out-of-memory retry, a lower budget;
  * medium_decay: the release thread's passes, or without the thread the
  * cache's slow paths (medium_decay_tick), for CPUs whose stacks did not
- * change since the last pass): under each flushed CPU's lock, store a
- * pointer to an empty stack (capacity 0) into each of its slots, then one
- * os_rseq_fence (membarrier RSEQ): every section that read an old pointer
- * has then been aborted or has committed, so the old stacks are the
- * flusher's. Their blocks go back to the page allocator (pc_free_run), their
- * capacities and counts to 0, and the slots get them back (release store).
+ * change since the last pass) and trim (medium_decay, for a busy CPU above
+ * its bound): under each such CPU's lock, store a pointer to an empty
+ * stack (capacity 0) into each of its slots, then one os_rseq_fence
+ * (membarrier RSEQ): every section that read an old pointer has then been
+ * aborted or has committed, so the old stacks are the flusher's. A flush
+ * gives all their blocks back to the page allocator (pc_free_run) and sets
+ * capacities and counts to 0; a trim gives back some (medium_trim_cpu) and
+ * sets each capacity to its count; then the slots get them back (release
+ * store).
  *
  * Re-entry: every path here that holds one of these locks counts itself in
  * pc_medium_depth (medium_enter/leave, malloc.h); a signal handler that
@@ -75,6 +72,8 @@
  */
 #include "malloc.h"
 
+#include <string.h>
+
 _Atomic(char *) pc_medium_slots;
 __thread unsigned char pc_medium_depth PC_MEDIUM_TLS;
 size_t pc_medium_stride;
@@ -88,8 +87,12 @@ struct PC_CACHE_ALIGNED medium_cpu { /* one per CPU: no shared lines */
 	 * read racily by the slow path's test before it takes the lock). */
 	_Atomic uint32_t used;
 	uint32_t cursor; /* next class to take unused capacity from (lock) */
-	uint64_t sig;    /* the stacks' counts at the last decay pass (medium_decay_lock) */
-	bool idle;       /* the last decay pass flushes it (medium_decay_lock) */
+	/* Set by each decay pass (medium_decay_lock): each class's count and top
+	 * block as one word (medium_class_sig), the classes holding blocks that
+	 * did not change since the pass before (bit k), what the pass does. */
+	uint32_t sig[PC_MEDIUM_CLASSES];
+	uint64_t stale;
+	uint8_t action; /* MEDIUM_KEEP, MEDIUM_FLUSH or MEDIUM_TRIM */
 	/* Frees of each class that found the budget used up since its last
 	 * look at other classes (relaxed, racy: a rate, not a count). */
 	_Atomic uint8_t miss[PC_MEDIUM_CLASSES];
@@ -111,7 +114,7 @@ static unsigned medium_ncpus;
 static _Atomic uint32_t medium_budget; /* malloc.medium_cache_kb in pages */
 /* The empty stack flushes point slots to (capacity 0, count 0). */
 static struct os_rseq_stack medium_empty __attribute__((aligned(64)));
-/* Serialises decay passes (sig, idle): the release thread's and tests'. */
+/* Serialises decay passes (sig, stale, action): the release thread's and tests'. */
 static struct pc_spin medium_decay_lock;
 
 /* ---- the bound's demand ---------------------------------------------------------- */
@@ -131,19 +134,23 @@ static struct pc_spin medium_decay_lock;
  * threads (docs/pages-medium.md). Each decay
  * pass halves the raise of a CPU that refused nothing since the previous
  * pass (its demand is met or over; a loop that still needs it raises it
- * again), under the CPU's lock; every pass forgets the refusals. A halving
- * flushes nothing: a busy CPU whose capacities are then above its bound
- * gives them back as blocks leave (a class whose stack runs empty gives
- * its unused capacity back at its miss, medium_cache_miss; a free's grow
- * takes from other classes first), so that a steady demand is not flushed
- * every other pass (it was, until 2026-11-24: docs/pages-medium.md); an
- * idle CPU is flushed whole. A flush of a CPU (idle decay, trim, out of
- * memory, a lower ceiling) resets its raise. Thread mode (medium_thread.c)
- * keeps its fixed bound.
+ * again), under the CPU's lock; every pass forgets the refusals. A busy CPU
+ * whose capacities are then above its bound is trimmed to it in the same
+ * pass (medium_trim_cpu): its classes that did not change since the
+ * previous pass (stale: a size the program stopped using) give all their
+ * blocks back, then the classes holding the most give their bottom blocks
+ * (the least recently pushed; a steady demand reuses the top ones) until
+ * the rest fits. So a steady demand loses only what exceeds the halved
+ * bound, not its whole cache (until 2026-11-24 the halving flushed the
+ * CPU, every other pass), and a demand that dropped gives its excess back
+ * within a few passes. An idle CPU (no class changed) is flushed whole. A
+ * flush of a CPU (idle decay, pc_trim, out of memory, a lower ceiling)
+ * resets its raise. Thread mode (medium_thread.c) keeps its fixed bound.
  */
 #define MEDIUM_BASE_PAGES  64u /* 256 KiB */
 #define MEDIUM_RAISE_PAGES 1u  /* 4 KiB per miss the cache would have served */
-_Static_assert(PC_MEDIUM_STACK_MAX <= 255 && PC_MEDIUM_CLASSES <= 255, "flags and rates in bytes");
+_Static_assert(PC_MEDIUM_STACK_MAX <= 255 && PC_MEDIUM_CLASSES <= 64, "rates in bytes, classes in a mask");
+enum { MEDIUM_KEEP, MEDIUM_FLUSH, MEDIUM_TRIM }; /* a decay pass's choice per CPU */
 
 /* The CPU's bound in pages: base + raise, within the ceiling. */
 static uint32_t medium_bound(struct medium_cpu *mc)
@@ -285,22 +292,6 @@ static bool medium_grow(unsigned pages)
 	return grown;
 }
 
-/* A CPU above its bound (a decay pass lowered it) whose class k just ran
- * empty: that class gives its unused capacity back, so that the capacities
- * come down to the bound as blocks leave. Try-lock only (busy: the next
- * miss does it); on `cpu` (a resize run elsewhere fails and takes nothing). */
-static void medium_give_back(struct medium_cpu *mc, unsigned cpu, unsigned k)
-{
-	medium_enter();
-	if (pc_spin_trylock(&mc->lock)) {
-		uint32_t got = medium_shrink_class(cpu, k, UINT32_MAX, false);
-		uint32_t used = pc_load_relaxed(&mc->used);
-		pc_store_relaxed(&mc->used, used - PC_MIN(got, used));
-		pc_spin_unlock(&mc->lock);
-	}
-	medium_leave();
-}
-
 PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 {
 	medium_decay_tick();
@@ -320,7 +311,8 @@ PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 
 /* A medium malloc the cache could not serve (large.c): raise the bound of
  * this CPU if its class was refused since its last miss; then the decay's
- * tick. Racy flags and raise: a lost raise is one quantum less. */
+ * tick. Racy refusal counts (a lost one is one quantum less); the raise by
+ * compare-and-swap, so that a decay pass's halving is not undone. */
 PC_NOINLINE void medium_cache_miss(size_t pages)
 {
 	int32_t cpu = os_rseq_cpu_id();
@@ -330,14 +322,11 @@ PC_NOINLINE void medium_cache_miss(size_t pages)
 		uint8_t refused = pc_load_relaxed(&mc->refused[k]);
 		if (refused) {
 			pc_store_relaxed(&mc->refused[k], (uint8_t)(refused - 1));
-			/* Compare-and-swap: a decay pass's halving is not undone. */
 			uint32_t raise = pc_load_relaxed(&mc->raise);
 			while (MEDIUM_BASE_PAGES + raise < pc_load_relaxed(&medium_budget) &&
 			       !pc_cas_weak_relaxed(&mc->raise, &raise, raise + MEDIUM_RAISE_PAGES))
 				;
 		}
-		if (pc_load_relaxed(&mc->used) > medium_bound(mc))
-			medium_give_back(mc, (unsigned)cpu, k);
 	}
 	medium_decay_tick();
 }
@@ -349,14 +338,83 @@ PC_NOINLINE PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p)
 
 /* ---- flushing ----------------------------------------------------------------- */
 
-/* Flush every CPU, or (idle_only) those whose `idle` is set. Takes their
- * locks blocking, in CPU order; no other lock of ours is held. Returns the
- * bytes given back to the page allocator. */
-static size_t medium_flush_cpus_entered(bool idle_only)
+/* Give every block of `cpu`'s stacks back; capacities, used and the raise to
+ * 0. Called with the CPU's lock held and its stacks taken (slots pointing at
+ * medium_empty, fenced). Returns the pages given back. */
+static size_t medium_empty_cpu(unsigned cpu)
+{
+	size_t pages = 0;
+	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
+		struct os_rseq_stack *st = medium_stack_of(cpu, k);
+		unsigned n = k + PC_MEDIUM_MIN_PAGES;
+		for (uint32_t i = 0; i < st->count; i++)
+			pc_free_run(st->objects[i], n);
+		pages += (size_t)st->count * n;
+		st->count = 0;
+		st->capacity = 0;
+	}
+	pc_store_relaxed(&medium_cpus[cpu].used, 0);
+	pc_store_relaxed(&medium_cpus[cpu].raise, 0);
+	return pages;
+}
+
+/* Trim a busy CPU above its bound down to it: first its stale classes
+ * (unchanged since the previous pass: mc->stale) give all their blocks
+ * back, then, while the blocks left exceed the bound, the class holding the
+ * most pages gives its bottom block (the least recently pushed: a steady
+ * demand reuses the top ones); every capacity is set to its count (a free
+ * grows it again within the bound). Same conditions as medium_empty_cpu.
+ * Returns the pages given back. */
+static size_t medium_trim_cpu(unsigned cpu)
+{
+	struct medium_cpu *mc = &medium_cpus[cpu];
+	uint32_t bound = medium_bound(mc);
+	if (pc_load_relaxed(&mc->used) <= bound)
+		return 0; /* a flush or a lower capacity came first */
+	size_t pages = 0, held = 0;
+	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
+		struct os_rseq_stack *st = medium_stack_of(cpu, k);
+		unsigned n = k + PC_MEDIUM_MIN_PAGES;
+		if ((mc->stale >> k) & 1) {
+			for (uint32_t i = 0; i < st->count; i++)
+				pc_free_run(st->objects[i], n);
+			pages += (size_t)st->count * n;
+			st->count = 0;
+		}
+		held += (size_t)st->count * n;
+	}
+	while (held > bound) {
+		unsigned most = 0;
+		for (unsigned k = 1; k < PC_MEDIUM_CLASSES; k++)
+			if ((size_t)medium_stack_of(cpu, k)->count * (k + PC_MEDIUM_MIN_PAGES) >
+			    (size_t)medium_stack_of(cpu, most)->count * (most + PC_MEDIUM_MIN_PAGES))
+				most = k;
+		struct os_rseq_stack *st = medium_stack_of(cpu, most);
+		unsigned n = most + PC_MEDIUM_MIN_PAGES;
+		void *bottom = st->objects[0];
+		memmove(&st->objects[0], &st->objects[1], (st->count - 1) * sizeof(void *));
+		st->count--;
+		pc_free_run(bottom, n);
+		pages += n;
+		held -= n;
+	}
+	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
+		struct os_rseq_stack *st = medium_stack_of(cpu, k);
+		st->capacity = st->count;
+	}
+	pc_store_relaxed(&mc->used, (uint32_t)held);
+	return pages;
+}
+
+/* Flush (empty) every CPU (all), or act on each CPU as its `action` says
+ * (a decay pass's choice: MEDIUM_FLUSH empties it, MEDIUM_TRIM trims it to
+ * its bound). Takes their locks blocking, in CPU order; no other lock of
+ * ours is held. Returns the bytes given back to the page allocator. */
+static size_t medium_flush_cpus_entered(bool all)
 {
 	bool any = false;
 	for (unsigned c = 0; c < medium_ncpus; c++) {
-		if (idle_only && !medium_cpus[c].idle)
+		if (!all && medium_cpus[c].action == MEDIUM_KEEP)
 			continue;
 		pc_spin_lock(&medium_cpus[c].lock);
 		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
@@ -369,91 +427,98 @@ static size_t medium_flush_cpus_entered(bool idle_only)
 	os_rseq_fence();
 	size_t pages = 0;
 	for (unsigned c = 0; c < medium_ncpus; c++) {
-		if (idle_only && !medium_cpus[c].idle)
+		if (!all && medium_cpus[c].action == MEDIUM_KEEP)
 			continue;
-		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
-			struct os_rseq_stack *st = medium_stack_of(c, k);
-			unsigned n = k + PC_MEDIUM_MIN_PAGES;
-			for (uint32_t i = 0; i < st->count; i++)
-				pc_free_run(st->objects[i], n);
-			pages += (size_t)st->count * n;
-			st->count = 0;
-			st->capacity = 0;
-			/* Release: the zeroed stack before the pointer to it. */
-			pc_store_release((void *_Atomic *)medium_slot_of(c, k), (void *)st);
-		}
-		pc_store_relaxed(&medium_cpus[c].used, 0);
-		pc_store_relaxed(&medium_cpus[c].raise, 0);
+		if (all || medium_cpus[c].action == MEDIUM_FLUSH)
+			pages += medium_empty_cpu(c);
+		else
+			pages += medium_trim_cpu(c);
+		/* Release: the stacks as left above before the pointers to them. */
+		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
+			pc_store_release((void *_Atomic *)medium_slot_of(c, k), (void *)medium_stack_of(c, k));
 		pc_spin_unlock(&medium_cpus[c].lock);
 	}
 	return pages << PC_PAGE_SHIFT;
 }
 
-static size_t medium_flush_cpus(bool idle_only)
+static size_t medium_flush_cpus(bool all)
 {
 	/* Acquire: pairs with medium_init's release (stacks, cpus, ncpus). */
 	if (!pc_load_acquire(&pc_medium_slots))
 		return 0;
 	medium_enter();
-	size_t bytes = medium_flush_cpus_entered(idle_only);
+	size_t bytes = medium_flush_cpus_entered(all);
 	medium_leave();
 	return bytes;
 }
 
 size_t medium_flush(void)
 {
-	return medium_flush_cpus(false) + medium_thread_flush(false);
+	return medium_flush_cpus(true) + medium_thread_flush(false);
 }
 
-/* The counts and top blocks of a CPU's stacks, as one number (racy reads: a statistic). */
-static uint64_t medium_signature(unsigned c, bool *holds)
+/* A class's count and top block as one word (racy reads: a statistic). The
+ * top block too: a CPU that frees and allocates in pairs keeps its counts
+ * but not (as a rule) its top blocks. */
+static uint32_t medium_class_sig(unsigned c, unsigned k, uint32_t *count)
 {
-	uint64_t sig = 0;
-	*holds = false;
-	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
-		struct os_rseq_stack *st = medium_stack_of(c, k);
-		uint32_t n = medium_load_relaxed_u32(&st->count);
-		/* The top block too: a CPU that frees and allocates in pairs
-		 * keeps its counts but not (as a rule) its top blocks. */
-		uintptr_t top = n ? (uintptr_t)__atomic_load_n(&st->objects[PC_MIN(n, PC_MEDIUM_STACK_MAX) - 1],
-							       __ATOMIC_RELAXED) : 0;
-		sig = (sig * 0x100000001b3ULL + n) ^ top;
-		*holds |= n != 0;
-	}
-	return sig;
+	struct os_rseq_stack *st = medium_stack_of(c, k);
+	uint32_t n = medium_load_relaxed_u32(&st->count);
+	uintptr_t top = n ? (uintptr_t)__atomic_load_n(&st->objects[PC_MIN(n, PC_MEDIUM_STACK_MAX) - 1],
+						       __ATOMIC_RELAXED) : 0;
+	uint64_t h = (uint64_t)top * 0x9E3779B97F4A7C15ULL + n;
+	*count = n;
+	return (uint32_t)(h ^ (h >> 32));
 }
 
-/* One pass of the decay (the release thread's hook, or the ticks): flush
- * the CPUs whose stacks hold blocks and have not changed since the previous
- * pass, and halve the raise of the others that refused nothing since it.
- * Called with medium_decay_lock. Returns the bytes given back. */
+/* The bound's decay for CPU c: no refusal since the last pass halves the
+ * raise. Under the CPU's lock, so that no grow runs between the halving and
+ * its own read of the bound; by compare-and-swap against a miss's raise. */
+static void medium_decay_bound(struct medium_cpu *mc, bool idle)
+{
+	bool refusing = pc_load_relaxed(&mc->refusing) != 0;
+	pc_store_relaxed(&mc->refusing, 0);
+	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
+		if (pc_load_relaxed(&mc->refused[k]))
+			pc_store_relaxed(&mc->refused[k], 0);
+	if (refusing || idle || pc_load_relaxed(&mc->raise) == 0)
+		return; /* an idle CPU's flush resets it */
+	pc_spin_lock(&mc->lock);
+	uint32_t raise = pc_load_relaxed(&mc->raise);
+	while (!pc_cas_weak_relaxed(&mc->raise, &raise, raise / 2))
+		;
+	pc_spin_unlock(&mc->lock);
+}
+
+/* One pass of the decay (the release thread's hook, or the ticks): a CPU
+ * whose stacks hold blocks and did not change since the previous pass is
+ * flushed; the others that refused nothing since it have their raise
+ * halved, and one whose capacities are then above its bound is trimmed to
+ * it (medium_trim_cpu: its classes unchanged since the previous pass
+ * first). Called with medium_decay_lock. Returns the bytes given back. */
 static size_t medium_decay_locked(void)
 {
 	for (unsigned c = 0; c < medium_ncpus; c++) {
 		struct medium_cpu *mc = &medium_cpus[c];
-		bool holds;
-		uint64_t sig = medium_signature(c, &holds);
-		mc->idle = holds && sig == mc->sig;
-		mc->sig = sig;
-		/* The bound's decay: no refusal since the last pass halves the
-		 * raise. Under the CPU's lock, so that no grow runs between the
-		 * halving and its own read of the bound; by compare-and-swap
-		 * against a miss's raise. Nothing is flushed for it: the
-		 * capacities come down as blocks leave ("The bound's demand"). */
-		bool refusing = pc_load_relaxed(&mc->refusing) != 0;
-		pc_store_relaxed(&mc->refusing, 0);
-		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
-			if (pc_load_relaxed(&mc->refused[k]))
-				pc_store_relaxed(&mc->refused[k], 0);
-		if (refusing || mc->idle || pc_load_relaxed(&mc->raise) == 0)
-			continue; /* an idle CPU's flush below resets it */
-		pc_spin_lock(&mc->lock);
-		uint32_t raise = pc_load_relaxed(&mc->raise);
-		while (!pc_cas_weak_relaxed(&mc->raise, &raise, raise / 2))
-			;
-		pc_spin_unlock(&mc->lock);
+		bool holds = false, changed = false;
+		uint64_t stale = 0;
+		for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++) {
+			uint32_t n, sig = medium_class_sig(c, k, &n);
+			if (sig != mc->sig[k])
+				changed = true;
+			else if (n)
+				stale |= (uint64_t)1 << k;
+			holds |= n != 0;
+			mc->sig[k] = sig;
+		}
+		bool idle = holds && !changed;
+		medium_decay_bound(mc, idle);
+		mc->stale = stale;
+		/* Racy read of used: medium_trim_cpu checks it again under the lock. */
+		mc->action = idle ? MEDIUM_FLUSH
+			   : pc_load_relaxed(&mc->used) > medium_bound(mc) ? MEDIUM_TRIM : MEDIUM_KEEP;
 	}
-	return medium_flush_cpus(true);
+	return medium_flush_cpus(false);
 }
 
 size_t medium_decay(void)

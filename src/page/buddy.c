@@ -25,7 +25,7 @@ void zone_publish_counts_locked(struct pc_zone *z)
 	pc_store_relaxed(&z->dirty_hint, z->dirty_pages);
 	pc_store_relaxed(&z->managed_hint, z->managed_pages);
 	pc_store_relaxed(&z->run_dirty_hint, z->run_dirty_pages);
-	pc_store_relaxed(&z->run_free_hint, z->run_free_pages);
+	pc_store_relaxed(&z->all_free_hint, z->free_pages + z->run_free_pages);
 }
 
 /* The counters, and the peak of use of the current window (release.c). */

@@ -394,7 +394,9 @@ struct pc_zone {
 	size_t run_chunk_pages;
 	size_t run_dirty_pages;       /* in free runs that may be resident */
 	_Atomic size_t run_dirty_hint; /* its copy for lock-free looks */
-	_Atomic size_t run_free_hint;  /* run_free_pages' copy (statistics) */
+	/* free_pages + run_free_pages, one word (statistics: a chunk that goes
+	 * whole from the run heap to the buddy lists moves between the two). */
+	_Atomic size_t all_free_hint;
 	struct pc_region *regions;
 	/* Under lock: descriptor mappings of regions unmapped (unmap.c), zeroed,
 	 * reused by zone_grow before it maps new ones. */

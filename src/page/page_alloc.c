@@ -339,6 +339,8 @@ bool page_run_grow(void *p, size_t pages, size_t to)
 	struct pc_zone *z = pc_page_region(pg)->zone;
 	pc_lock_acquire(&z->lock);
 	bool ok = zone_run_claim_locked(z, pg, pages, to);
+	if (ok) /* the free run it took: all_free_hint (statistics) */
+		zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
 	return ok;
 }

@@ -190,7 +190,10 @@ static void collect_zone(struct pc_stats_snapshot *s, struct pc_zone *z)
 	r->free_pages = pc_load_relaxed(&z->free_hint);
 	r->dirty_pages = pc_load_relaxed(&z->dirty_hint);
 	r->pcp_pages = zone_pcp_pages(z);
-	r->run_free_pages = pc_load_relaxed(&z->run_free_hint);
+	/* From the sum published in one word, so that free + run_free (the
+	 * totals' free memory) is of one moment; the split may be a moment off. */
+	size_t all_free = pc_load_relaxed(&z->all_free_hint);
+	r->run_free_pages = all_free - PC_MIN(all_free, r->free_pages);
 	r->run_dirty_pages = pc_load_relaxed(&z->run_dirty_hint);
 #define ZONE_COUNTER(f) r->f = pc_load_relaxed(&st->f);
 	ZONE_COUNTER(alloc_calls) ZONE_COUNTER(free_calls) ZONE_COUNTER(pcp_hits)

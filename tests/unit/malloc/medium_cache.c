@@ -30,13 +30,19 @@
  *                    of 16 KiB keep 256 KiB), grows with misses that follow
  *                    refusals until a round keeps all 64, halves
  *                    its raise in a decay pass that follows one without
- *                    refusals and flushes nothing while the CPU is busy
- *                    (all 64 stay cached, above the bound), is back at
- *                    256 KiB after more passes; the blocks then leave and
- *                    the class's miss gives its capacity back to within the
- *                    bound; an idle CPU is flushed whole (decay passes
- *                    called directly; the ticks' passes held off by the
- *                    depth).
+ *                    refusals and trims the busy CPU to it (not flushed
+ *                    whole: the bound's worth stays cached), is back at
+ *                    256 KiB after more passes with 256 KiB cached; an idle
+ *                    CPU is flushed whole (decay passes called directly;
+ *                    the ticks' passes held off by the depth).
+ *  demand_drops      rseq (review of mixedrss, repro A): after a burst of
+ *                    64 x 16 KiB, the demand drops to 2-3 blocks of that
+ *                    class; the class keeps changing, yet after 40 passes
+ *                    what is cached is within the bound again (256 KiB).
+ *  stale_class       rseq (repro B): 56 x 16 KiB cached, then a steady loop
+ *                    of 20 KiB blocks; the 16 KiB class, unchanged between
+ *                    passes on a CPU above its bound, is flushed whole
+ *                    while the 20 KiB blocks stay cached.
  *  decay_ticks       without the release thread, medium misses run the
  *                    decay (every 16th, once the page clock passed the
  *                    delay, moved by hand): a CPU unchanged for two passes
@@ -126,7 +132,7 @@ TEST(mode)
 	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 1024);
 	if (!rseq_mode())
 		CHECK_EQ(pc_load_relaxed(&pc_medium_thread_budget), 256 * KiB / PC_PAGE_SIZE);
-	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
+	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 8192); /* the default, tested below */
 }
 
 TEST(reuse)
@@ -203,7 +209,7 @@ TEST(bounded)
 		if (rseq_mode()) /* the class got (almost) all of it */
 			CHECK(medium_cached_bytes() >= 256 * KiB - sizes[s] - 16 * KiB);
 	}
-	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
+	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 8192);
 	pc_trim();
 }
 
@@ -284,40 +290,28 @@ TEST(bound_follows_demand)
 	CHECK(medium_bound_bytes(0) >= 64 * 16 * KiB);
 	CHECK_EQ(medium_cached_bytes(), 64 * 16 * KiB);
 	/* Decays when demand stops: a pass forgets the refusals, the next
-	 * (nothing refused since) halves the raise; the stacks change before
-	 * each pass (not idle), so nothing is flushed: a steady demand keeps
-	 * its blocks while its bound comes down. */
-	const size_t all = 64 * 16 * KiB, capacity = medium_capacity_bytes(0);
+	 * (nothing refused since) halves the raise and trims the CPU to its
+	 * bound; the stacks change before each pass (not idle, no stale
+	 * class), so what stays is the bound's worth of the top blocks, not
+	 * nothing (a steady demand is not flushed whole). */
 	touch_cpu0();
 	medium_decay();
 	size_t raised = medium_bound_bytes(0);
 	CHECK(raised > base);
 	touch_cpu0();
 	medium_decay();
-	CHECK_EQ(medium_bound_bytes(0), base + (raised - base) / 2);
-	CHECK_EQ(medium_cached_bytes(), all);
-	CHECK_EQ(medium_capacity_bytes(0), capacity);
+	size_t halved = base + (raised - base) / 2 / PC_PAGE_SIZE * PC_PAGE_SIZE;
+	CHECK_EQ(medium_bound_bytes(0), halved);
+	CHECK_EQ(medium_cached_bytes(), halved / (16 * KiB) * (16 * KiB));
+	CHECK_EQ(medium_capacity_bytes(0), medium_cached_bytes());
 	for (int pass = 0; pass < 32; pass++) {
 		touch_cpu0();
 		medium_decay();
+		CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
 	}
 	CHECK_EQ(medium_bound_bytes(0), base);
-	CHECK_EQ(medium_cached_bytes(), all);
-	/* The blocks leave: the miss that finds the stack empty gives the
-	 * class's capacity back, within the lowered bound. */
-	for (int i = 0; i < 64; i++)
-		REQUIRE((b[i] = pc_malloc(16 * KiB)) != NULL);
-	CHECK_EQ(medium_cached_bytes(), 0);
-	CHECK_EQ(medium_capacity_bytes(0), capacity); /* above the bound */
-	char *extra = pc_malloc(16 * KiB); /* a miss */
-	REQUIRE(extra != NULL);
-	CHECK(medium_capacity_bytes(0) <= base);
-	pc_free(extra);
-	for (int i = 0; i < 64; i++) {
-		pc_free(b[i]);
-		CHECK(medium_capacity_bytes(0) <= base);
-	}
-	CHECK_EQ(medium_cached_bytes(), base); /* 16 of the 65 */
+	CHECK_EQ(medium_cached_bytes(), base);
+	CHECK_EQ(medium_capacity_bytes(0), base);
 	/* Idle (unchanged since the previous pass): flushed whole, raise reset. */
 	medium_decay();
 	medium_decay();
@@ -326,6 +320,99 @@ TEST(bound_follows_demand)
 	pc_medium_depth--;
 	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);
+}
+
+/* Rounds of n mallocs of `size`, then n frees, until all n stay cached on
+ * CPU 0 (each miss after a refusal raises its bound by a page). */
+static void cache_n(size_t size, int n)
+{
+	static char *blk[64];
+	for (int round = 0; round < 256 && medium_cached_bytes() != (size_t)n * size; round++) {
+		for (int i = 0; i < n; i++)
+			REQUIRE((blk[i] = pc_malloc(size)) != NULL);
+		for (int i = 0; i < n; i++)
+			pc_free(blk[i]);
+	}
+	REQUIRE(medium_cached_bytes() == (size_t)n * size);
+}
+
+/* Review of mixedrss, repro A: a burst caches 64 blocks of a class, then the
+ * demand drops to 2-3 blocks of the same class. The class changes at every
+ * pass (never stale), yet the bottom blocks nobody uses go back. */
+TEST(demand_drops)
+{
+	if (!rseq_mode())
+		return;
+	REQUIRE(pin_cpu(0));
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	pc_trim();
+	pc_medium_depth++; /* only the passes called below */
+	cache_n(16 * KiB, 64);
+	char *held = NULL;
+	for (int pass = 0; pass < 40; pass++) {
+		for (int i = 0; i < 100; i++) {
+			char *x = pc_malloc(16 * KiB), *y = pc_malloc(16 * KiB);
+			REQUIRE(x && y);
+			pc_free(y);
+			pc_free(x);
+		}
+		if (held) {
+			pc_free(held);
+			held = NULL;
+		} else {
+			REQUIRE((held = pc_malloc(16 * KiB)) != NULL);
+		}
+		medium_decay();
+	}
+	if (held)
+		pc_free(held);
+	CHECK_EQ(medium_bound_bytes(0), 256 * KiB);
+	CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
+	CHECK(medium_capacity_bytes(0) <= medium_bound_bytes(0));
+	pc_medium_depth--;
+	pc_trim();
+}
+
+/* Repro B: a class the program stops using while a steady loop of another
+ * class runs within its capacity: the stale class goes back whole. */
+TEST(stale_class)
+{
+	if (!rseq_mode())
+		return;
+	REQUIRE(pin_cpu(0));
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	pc_trim();
+	pc_medium_depth++;
+	cache_n(16 * KiB, 56);
+	/* One 20 KiB block held every other pass: the class's count changes
+	 * at each pass, so the CPU is never idle (a loop that leaves its stack
+	 * as it found it looks idle and is flushed whole). */
+	char *held = NULL;
+	for (int pass = 0; pass < 40; pass++) {
+		for (int i = 0; i < 100; i++) {
+			char *x = pc_malloc(20 * KiB), *y = pc_malloc(20 * KiB);
+			REQUIRE(x && y);
+			pc_free(y);
+			pc_free(x);
+		}
+		if (held) {
+			pc_free(held);
+			held = NULL;
+		} else {
+			REQUIRE((held = pc_malloc(20 * KiB)) != NULL);
+		}
+		medium_decay();
+		CHECK(medium_cached_bytes() > 0); /* never flushed whole */
+	}
+	if (held)
+		pc_free(held);
+	CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
+	/* Only the loop's 20 KiB blocks: the 56 x 16 KiB went back whole (a
+	 * trim by size alone would have kept a bound's worth of them). */
+	CHECK(medium_cached_bytes() <= 4 * 20 * KiB);
+	CHECK(medium_cached_bytes() % (20 * KiB) == 0);
+	pc_medium_depth--;
+	pc_trim();
 }
 
 /* Medium mallocs the cache cannot serve: each is a tick of the decay. */
@@ -503,7 +590,7 @@ TEST(threads_migrate)
 	for (unsigned i = 0; i < n; i++)
 		w[i] = (struct worker){ .id = i, .rounds = scaled(3000, 10), .migrate = true };
 	CHECK_EQ(run_workers(w, n), 0);
-	CHECK(bound_all_cpus() <= 2048 * KiB);
+	CHECK(bound_all_cpus() <= (size_t)pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB) * KiB);
 	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);
 	CHECK(pc_page_check());
@@ -532,7 +619,7 @@ TEST(tunable_live)
 			CHECK(bound_all_cpus() <= 128 * KiB);
 			sched_yield();
 		}
-		set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 2048);
+		set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 8192);
 	}
 	pc_store_relaxed(&stop, true);
 	long bad = 0;
@@ -608,7 +695,7 @@ TEST(thread_churn)
 			w[i] = (struct worker){ .id = 300 + round * 4 + i, .rounds = 50 };
 		CHECK_EQ(run_workers(w, 4), 0);
 	}
-	CHECK(bound_all_cpus() <= 2048 * KiB);
+	CHECK(bound_all_cpus() <= (size_t)pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB) * KiB);
 	if (!rseq_mode()) /* every thread gave its array back at exit */
 		CHECK_EQ(medium_cached_bytes(), 0);
 	pc_trim();
@@ -758,6 +845,8 @@ int main(void)
 	RUN(threads_migrate);
 	RUN(decay_ticks);
 	RUN(bound_follows_demand);
+	RUN(demand_drops);
+	RUN(stale_class);
 	RUN(reentered_no_reclaim);
 	RUN(tunable_live);
 	RUN(fork_during);
