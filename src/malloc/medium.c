@@ -137,7 +137,9 @@ static struct pc_spin medium_decay_lock;
  * again), under the CPU's lock; every pass forgets the refusals. A busy CPU
  * whose capacities are then above its bound is trimmed to it in the same
  * pass (medium_trim_cpu): its classes that did not change since the
- * previous pass (stale: a size the program stopped using) give all their
+ * previous pass (stale: count and top block the same, as for a size the
+ * program stopped using, or one used in pairs that leave the stack as they
+ * found it) give all their
  * blocks back, then the classes holding the most give their bottom blocks
  * (the least recently pushed; a steady demand reuses the top ones) until
  * the rest fits. So a steady demand loses only what exceeds the halved
