@@ -179,11 +179,20 @@ static void cache_retune(struct pc_cache *s)
 	}
 	pc_store_relaxed(&s->cpu_partial, (unsigned)cp);
 
-	long cap = pc_option(PC_OPT_SLUB_SHEAF_CAPACITY);
-	if (cap < 0)
-		cap = sheaf_default_capacity(s->size);
+	/* slub.sheaf_capacity set: that capacity, fixed. By default the
+	 * capacity starts at a small byte budget and grows with demand up to
+	 * the default (sheaf_capacity_grow); a retune keeps what it grew to. */
+	long max = pc_option(PC_OPT_SLUB_SHEAF_CAPACITY), cap = max;
+	if (max < 0) {
+		max = sheaf_default_capacity(s->size);
+		cap = PC_MAX((long)sheaf_start_capacity(s->size, (unsigned)max),
+			     PC_MIN((long)pc_load_relaxed(&s->sheaf_capacity), max));
+	}
 	/* Debug caches have no sheaves: every allocation and free is checked. */
-	pc_store_relaxed(&s->sheaf_capacity, s->internal || s->debug ? 0u : (uint32_t)cap);
+	if (s->internal || s->debug)
+		max = cap = 0;
+	pc_store_relaxed(&s->sheaf_capacity_max, (uint32_t)max);
+	pc_store_relaxed(&s->sheaf_capacity, (uint32_t)cap);
 }
 
 static void retune_all(long value)

@@ -79,6 +79,52 @@ unsigned sheaf_default_capacity(size_t size)
 	return (unsigned)PC_MAX((size_t)4, PC_MIN(n, (size_t)128));
 }
 
+/*
+ * Sheaf capacity. The default (slub.sheaf_capacity = -1) is 16 KiB of
+ * objects (4..128), but a sheaf only starts at SHEAF_START_BYTES of them
+ * (at least 2, at most the default): the first refill of a CPU's sheaf
+ * takes a whole sheaf's worth of objects from the slabs, so a class with
+ * a few dozen objects live held 16 KiB of them, and its slabs, which
+ * slab_new writes whole (bench_small: one refill of 128 objects for
+ * each of a dozen classes with about 36 live; docs/footprint.md). The
+ * capacity then doubles with demand (sheaf_capacity_grow, below), and a
+ * sheaf of an older capacity goes back to the slabs when it reaches a barn
+ * (barn_put refuses it), or instead of becoming the spare (install,
+ * empty_sheaf).
+ */
+#ifndef SHEAF_START_BYTES
+#define SHEAF_START_BYTES 2048
+#endif
+
+unsigned sheaf_start_capacity(size_t size, unsigned max)
+{
+	size_t n = PC_MAX((size_t)2, SHEAF_START_BYTES / size);
+	return (unsigned)PC_MIN(n, (size_t)max);
+}
+
+/* Every SHEAF_GROW_EVERY-th refill from the slabs (that got a whole sheaf)
+ * or new sheaf for a free (that got one: out of memory is no demand)
+ * doubles the capacity: a class whose sheaves only now and then run empty
+ * or full (a few dozen live objects wandering up and down) keeps small
+ * sheaves; one in real use reaches the default within a few dozen slow
+ * paths. The count is racy (relaxed, per cache): a lost or doubled count
+ * moves a doubling by a slow path. The doubling is a compare-and-swap, so
+ * that a tunable change that stored a new capacity meanwhile is not undone;
+ * against a change that stores the very value we read, it may stand until
+ * the next change, at most the maximum we read (never above PC_SHEAF_MAX). */
+#define SHEAF_GROW_EVERY 4
+
+void sheaf_capacity_grow(struct pc_cache *s)
+{
+	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
+	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
+	if (cap == 0 || cap >= max || pc_add_relaxed(&s->sheaf_demand, 1) + 1 < SHEAF_GROW_EVERY)
+		return;
+	pc_store_relaxed(&s->sheaf_demand, 0);
+	/* a spurious failure: no growth this time */
+	pc_cas_weak_relaxed(&s->sheaf_capacity, &cap, PC_MIN(cap * 2, max));
+}
+
 /* Under slab_mutex, before s is published. */
 void sheaf_cache_setup(struct pc_cache *s)
 {
@@ -316,6 +362,8 @@ static void *cpu_alloc(struct pc_cache *s)
 		   (fresh = empty_sheaf(s, slot, node, cap)) != NULL) {
 		fresh->count = slab_alloc_bulk(s, fresh->objects, fresh->capacity);
 		slab_stat(&s->cpu[cpu], PC_SLAB_STAT_sheaf_refill);
+		if (fresh->count == fresh->capacity) /* not out of memory */
+			sheaf_capacity_grow(s);
 	}
 	if (fresh && fresh->count > 0) {
 		obj = fresh->objects[--fresh->count];
@@ -352,8 +400,10 @@ static void cpu_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 		slab_stat(&s->cpu[cpu], PC_SLAB_STAT_sheaf_swap);
 	} else {
 		fresh = barn_take_empty(s, node);
-		if (!fresh)
-			fresh = sheaf_new(s, cap);
+		if (!fresh) {
+			if ((fresh = sheaf_new(s, cap)) != NULL)
+				sheaf_capacity_grow(s);
+		}
 	}
 	if (fresh) {
 		fresh->objects[fresh->count++] = obj;
@@ -427,6 +477,8 @@ static void *thread_alloc(struct pc_cache *s)
 			if (fresh) {
 				fresh->count = slab_alloc_bulk(s, fresh->objects, fresh->capacity);
 				stat_here(s, PC_SLAB_STAT_sheaf_refill);
+				if (fresh->count == fresh->capacity)
+					sheaf_capacity_grow(s);
 			}
 		}
 		if (cur != &pc_sheaf_none && cur != fresh)
@@ -452,8 +504,10 @@ static void thread_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 	if (cur->count >= cur->capacity) { /* else a handler made room meanwhile */
 		unsigned node = pc_cpu_node(os_cpu_current());
 		test_hook(s);
-		if ((fresh = barn_take_empty(s, node)) == NULL)
-			fresh = sheaf_new(s, cap);
+		if ((fresh = barn_take_empty(s, node)) == NULL) {
+			if ((fresh = sheaf_new(s, cap)) != NULL)
+				sheaf_capacity_grow(s);
+		}
 		if (cur != &pc_sheaf_none)
 			barn_put(s, node, cur);
 	}

@@ -497,6 +497,15 @@ struct pc_cache {
 	unsigned tindex;      /* thread mode: pc_thread_sheaves index, 0 = none */
 	bool internal;        /* a cache of sheaves: never has sheaves itself */
 	_Atomic uint32_t sheaf_capacity; /* of new sheaves; 0 = sheaves off */
+	/* What sheaf_capacity grows to with demand: by default it starts at
+	 * a byte budget (sheaf_start_capacity) and doubles every few refills
+	 * from the slabs and new sheaves for frees (sheaf_capacity_grow, from
+	 * the sheaf slow paths; racy, harmless: a sheaf of another capacity
+	 * goes back to the slabs when it reaches a barn). Equal to it when
+	 * slub.sheaf_capacity is set (fixed); sheaf_demand counts the slow
+	 * paths toward the next doubling. */
+	_Atomic uint32_t sheaf_capacity_max;
+	_Atomic uint32_t sheaf_demand;
 	struct pc_barn *barn[PC_MAX_NODES];
 	struct pc_cache_node *node[PC_MAX_NODES];
 	/* slub_debug mode ("Debug caches" above): PC_SLUB_DEBUG_* flags (0:
@@ -1152,6 +1161,12 @@ unsigned slab_min_partial(const struct pc_cache *s);
 bool sheaf_init(void);              /* choose the mode (once, from slab_init) */
 int sheaf_mode_get(void);
 unsigned sheaf_default_capacity(size_t size);
+/* Where a default capacity starts (at most max; "Sheaf capacity" in
+ * sheaf.c), and its growth toward s->sheaf_capacity_max, counted at each
+ * refill from the slabs and each new sheaf made for a free (from the sheaf
+ * slow paths). */
+unsigned sheaf_start_capacity(size_t size, unsigned max);
+void sheaf_capacity_grow(struct pc_cache *s);
 void sheaf_cache_setup(struct pc_cache *s); /* at creation: slots or tindex */
 void sheaf_thread_exit(void);       /* the slab layer's thread_exit handler */
 /* Tests only: called by the sheaf slow paths while they hold their locks

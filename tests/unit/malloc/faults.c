@@ -175,6 +175,12 @@ static void check_every_path_fails(pc_cache_t *cache)
 {
 	static const size_t sizes[] = { 16, 100, 5000, PC_SMALL_MAX + 1, 100 << 10,
 					PC_LARGE_MAX, PC_LARGE_MAX + 1, 64 << 20 };
+	/* The cache first: a failed malloc's retry flushes every sheaf, and
+	 * the slabs of sheaves it frees go back to the zone, where a cache
+	 * allocation (which retries nothing itself) may find them. */
+	errno = 0;
+	CHECK(pc_cache_alloc(cache) == NULL);
+	CHECK_EQ(errno, ENOMEM);
 	for (size_t i = 0; i < PC_ARRAY_SIZE(sizes); i++) {
 		errno = 0;
 		CHECK(pc_malloc(sizes[i]) == NULL);
@@ -189,9 +195,6 @@ static void check_every_path_fails(pc_cache_t *cache)
 		CHECK_EQ(pc_posix_memalign(&p, 1 << 16, sizes[i]), ENOMEM);
 		CHECK(p == (void *)1);
 	}
-	errno = 0;
-	CHECK(pc_cache_alloc(cache) == NULL);
-	CHECK_EQ(errno, ENOMEM);
 	errno = 0;
 	CHECK(pc_cache_create("faults-new", 40, 0, NULL) == NULL);
 	CHECK_EQ(errno, ENOMEM);
@@ -234,10 +237,20 @@ TEST(exhausted)
 		taken += take_until_null(&lists[i], exhaust_sizes[i], 0, NULL);
 	taken += take_until_null(&cached, 24, 0, cache);
 	CHECK(taken > 0);
-	/* Small sizes again after the cache took the last pages, then every
+	/* Small sizes and the cache again after the cache took the last
+	 * pages, until a whole pass takes nothing (each failure's retry
+	 * flushes every sheaf and gives empty slabs back, which the next size
+	 * may take: how many depends on the sheaves' capacities), then every
 	 * path: all must fail now. */
-	for (size_t i = NR_LARGE; i < NR_EXHAUST; i++)
-		take_until_null(&lists[i], exhaust_sizes[i], 0, NULL);
+	long again;
+	do {
+		again = 0;
+		for (size_t i = NR_LARGE; i < NR_EXHAUST; i++)
+			again += take_until_null(&lists[i], exhaust_sizes[i], 0, NULL);
+		/* Last: what the failures' retries gave back (the cache's own
+		 * failures retry nothing). */
+		again += take_until_null(&cached, 24, 0, cache);
+	} while (again > 0);
 	check_every_path_fails(cache);
 	check_realloc_fails(victim, 16);
 	CHECK(os_injected_failures() > 0);
@@ -412,6 +425,10 @@ TEST(sheaf_and_barn_refills)
 {
 	REQUIRE(pin_cpu(0));
 	REQUIRE(pcmalloc_ctl_set("stats.enable", 1) == 0);
+	/* A fixed capacity (the default one grows with demand, and the barn
+	 * takes only sheaves of the current one: the three made below must
+	 * stay of it). */
+	REQUIRE(pcmalloc_ctl_set("slub.sheaf_capacity", 128) == 0);
 	pc_cache_t *cache = pc_cache_create("faults-sheaf", 24, 0, NULL);
 	REQUIRE(cache != NULL);
 	unsigned cap = pc_load_relaxed(&cache->sheaf_capacity);
@@ -471,6 +488,7 @@ TEST(sheaf_and_barn_refills)
 	set_fail(0, 0);
 	check_balance(&before);
 	CHECK_EQ(pc_cache_destroy(cache), 0);
+	REQUIRE(pcmalloc_ctl_set("slub.sheaf_capacity", -1) == 0);
 	REQUIRE(pcmalloc_ctl_set("stats.enable", 0) == 0);
 }
 

@@ -5,7 +5,8 @@
  * (always the fallback), where the thread registry and its membarrier
  * handshake do it (slab.h, "Flushing another thread's sheaves").
  *
- *  - a thread fills its sheaf (N objects allocated and freed) and parks on a
+ *  - a thread fills its sheaf (N objects allocated and freed; the capacity
+ *    set to 128, since the default one starts small) and parks on a
  *    semaphore, alive; the main thread sees those objects as free (active 0,
  *    sheaf_objects counts them: statistics see every live thread's sheaves),
  *    then pc_cache_shrink, pc_slab_reclaim (what pc_trim, malloc_trim and the
@@ -231,6 +232,9 @@ int main(void)
 	watchdog_install("remote_flush: watchdog: the test hangs\n");
 	watchdog_arm(120);
 	pc_page_init();
+	/* A fixed capacity of at least N, so that a thread's N frees all stay
+	 * in sheaves (the default one starts smaller and grows: sheaf.c). */
+	REQUIRE(pc_option_set(PC_OPT_SLUB_SHEAF_CAPACITY, 128, false) == 0);
 	RUN(shrink_takes_parked_threads_sheaf);
 	RUN(reclaim_takes_parked_threads_sheaf);
 	RUN(destroy_takes_parked_threads_sheaf);

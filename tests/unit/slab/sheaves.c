@@ -12,6 +12,9 @@
  *    a pinned thread filled (rseq: the membarrier flush);
  *  - slub.sheaf_capacity = 0 empties the sheaves at once and later calls
  *    bypass them; a new capacity applies to new sheaves;
+ *  - the default capacity starts small (a cache's first allocation makes
+ *    one slab, not a 16 KiB sheaf's worth) and doubles with demand up to
+ *    the default; a capacity that is set stays fixed;
  *  - the barn keeps at most slub.barn_sheaves full sheaves when its bound
  *    may not grow (slub.barn_max_kb = 0; growth: barn_bound.c);
  *  - a constructor runs once per slot, never again for a recycled object;
@@ -323,6 +326,8 @@ TEST(move_after_migration)
 	CHECK_EQ(pc_cache_destroy(s), 0);
 }
 
+static void grow_to_default(struct pc_cache *s);
+
 TEST(capacity_changes)
 {
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 8);
@@ -353,10 +358,75 @@ TEST(capacity_changes)
 		pc_cache_free(s, v[i]);
 	CHECK(sheaf_objects(s) > 0);
 	CHECK_EQ(pc_cache_check(s), 0);
+	/* Back to the default: the start capacity (at least what it was, 24),
+	 * which demand then doubles up to the default (sheaf.c). */
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
 	pc_cache_info(s, &info);
-	CHECK_EQ(info.sheaf_capacity, sheaf_default_capacity(info.size));
+	unsigned def = sheaf_default_capacity(info.size);
+	CHECK_EQ(info.sheaf_capacity, PC_MAX(sheaf_start_capacity(info.size, def), 24u));
+	CHECK(info.sheaf_capacity < def);
+	grow_to_default(s);
 	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+/*
+ * The default capacity starts at a byte budget and grows with demand: a
+ * cache's first allocation refills a small sheaf, so the cache makes one
+ * slab, not the slabs of a whole 16 KiB sheaf (4 slabs of 96-byte objects
+ * before: docs/footprint.md); repeated refills and frees double it up to
+ * the default. A capacity that is set stays fixed.
+ */
+static void grow_to_default(struct pc_cache *s)
+{
+	static void *v[1024];
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	unsigned def = sheaf_default_capacity(info.size);
+	for (int round = 0; round < 64 && info.sheaf_capacity < def; round++) {
+		for (int i = 0; i < 1024; i++)
+			REQUIRE((v[i] = pc_cache_alloc(s)) != NULL);
+		for (int i = 0; i < 1024; i++)
+			pc_cache_free(s, v[i]);
+		pc_cache_info(s, &info);
+	}
+	CHECK_EQ(info.sheaf_capacity, def);
+	CHECK_EQ(pc_cache_check(s), 0);
+}
+
+TEST(capacity_starts_small)
+{
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
+	struct pc_cache *s = pc_cache_create("sheaf-start", 96, 0, NULL);
+	REQUIRE(s);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	unsigned def = sheaf_default_capacity(info.size), start = sheaf_start_capacity(info.size, def);
+	CHECK_EQ(def, 128u);
+	CHECK_EQ(start, 2048u / 96);
+	CHECK_EQ(info.sheaf_capacity, start);
+	void *p = pc_cache_alloc(s);
+	REQUIRE(p);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.slabs, 1);          /* one refill of `start` objects: one slab */
+	CHECK_EQ(info.sheaf_objects, (long)start - 1);
+	pc_cache_free(s, p);
+	grow_to_default(s);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+	/* Set: fixed, whatever the demand. */
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 16);
+	s = pc_cache_create("sheaf-fixed", 96, 0, NULL);
+	REQUIRE(s);
+	static void *v[1024];
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < 1024; i++)
+			REQUIRE((v[i] = pc_cache_alloc(s)) != NULL);
+		for (int i = 0; i < 1024; i++)
+			pc_cache_free(s, v[i]);
+	}
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.sheaf_capacity, 16u);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
 }
 
 TEST(barn_bounded)
@@ -617,6 +687,7 @@ int main(void)
 	RUN(main_and_spare_share);
 	RUN(move_after_migration);
 	RUN(capacity_changes);
+	RUN(capacity_starts_small);
 	RUN(barn_bounded);
 	RUN(flush_one_chain_per_slab);
 	RUN(constructor_once_per_slot);
