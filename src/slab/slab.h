@@ -309,7 +309,11 @@ struct pc_cache_cpu {
 	struct pc_page *partial;      /* CPU partial list (via list.next), under lock */
 	unsigned nr_partial;          /* slabs on it, under lock */
 	struct pc_spin lock;
-	_Atomic uint64_t stats[PC_SLAB_STAT_COUNT];
+	/* [PC_SLAB_STAT_COUNT] counters (slab_stat: written only while
+	 * stats.enable is on), in the cache's cold block ("cache.c"): off
+	 * the pages a cache writes at creation, so that they cost no memory
+	 * while statistics are off (docs/footprint.md). */
+	_Atomic uint64_t *stats;
 } PC_CACHE_ALIGNED;
 
 /* Per cache and node. */
@@ -319,7 +323,7 @@ struct pc_cache_node {
 	_Atomic unsigned long nr_partial; /* written under list_lock, read racily */
 	_Atomic long nr_slabs;         /* slabs of this node (any state) */
 	_Atomic long total_objects;    /* their slots */
-	struct pc_lock_stats lock_stats;
+	struct pc_lock_stats *lock_stats; /* list_lock's, in the cold block (as stats above) */
 } PC_CACHE_ALIGNED;
 
 /* A sheaf: free objects of one cache (any slabs). Laid out as os.h's
@@ -392,7 +396,7 @@ struct pc_barn {
 	_Atomic unsigned extra, refused;
 	unsigned low;
 	size_t charged;
-	struct pc_lock_stats lock_stats;
+	struct pc_lock_stats *lock_stats; /* lock's, in the cache's cold block */
 } PC_CACHE_ALIGNED;
 
 enum pc_sheaf_mode { PC_SHEAF_MODE_RSEQ = 1, PC_SHEAF_MODE_THREAD = 2 };
@@ -506,8 +510,11 @@ struct pc_cache {
 	 * paths toward the next doubling. */
 	_Atomic uint32_t sheaf_capacity_max;
 	_Atomic uint32_t sheaf_demand;
-	struct pc_barn *barn[PC_MAX_NODES];
-	struct pc_cache_node *node[PC_MAX_NODES];
+	/* [pc_node_count()] each, in the cache's block after the nodes and
+	 * barns ("cache.c"; two arrays of PC_MAX_NODES were 1 KiB of every
+	 * cache): slow paths only. */
+	struct pc_barn **barn;
+	struct pc_cache_node **node;
 	/* slub_debug mode ("Debug caches" above): PC_SLUB_DEBUG_* flags (0:
 	 * an ordinary cache), fixed at creation; inuse = the end of the
 	 * object's right red zone, where the free pointer is (offset); the
