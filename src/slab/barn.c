@@ -226,9 +226,14 @@ unsigned barn_limit(struct pc_cache *s, unsigned node)
 }
 
 /* Lower b's raised part to extra sheaves and give back the budget the rest
- * was charged: every sheaf of it was charged the same (the capacity in
- * force; a capacity change empties every barn, which resets it), so the
- * charge goes pro rata (rounded so that the barn keeps less, never more). */
+ * was charged, pro rata (rounded so that the barn keeps less, never more).
+ * Each raise was charged at the capacity in force when it was made: a
+ * tunable change empties every barn, which resets it, but a default
+ * capacity that grows with demand (sheaf.c) does not, so raises made while
+ * it was smaller were charged less than the sheaves the barn holds now;
+ * the charge is an estimate then (at most the growth, max / start, below
+ * the bytes held, for the few raises of a cache's first slow paths), and
+ * it cannot drift: b->charged is given back exactly, and is 0 at a reset. */
 static void barn_lower_locked(struct pc_barn *b, unsigned extra)
 {
 	pc_lock_assert_held(&b->lock);

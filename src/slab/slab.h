@@ -77,6 +77,12 @@
  *   still commit to the old sheaf, which is then the flusher's alone. A
  *   detached sheaf (spare, barn, or being filled) is touched only by the
  *   thread that holds it.
+ *   Capacities: a default capacity grows with demand (sheaf.c, "Sheaf
+ *   capacity") without a flush, so a main sheaf, a spare, a thread's entry
+ *   or a barn list may hold a sheaf of an older capacity; it serves as it
+ *   is (each sheaf carries its capacity) until a slow path retires it:
+ *   install and empty_sheaf do not keep it as the spare, barn_put and
+ *   barn_pop give its objects back to the slabs and free it.
  *   Flushing another thread's sheaves (thread mode; sheaf_thread.c): the
  *   asymmetric Dekker of userspace RCU, on membarrier. Each thread that
  *   keeps sheaves is on a registry (threads_lock). Its fast path

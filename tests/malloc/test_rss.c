@@ -16,9 +16,10 @@
  *   small_classes_footprint: a few objects of each of the 17 size classes
  *                      from 8 to 512 bytes, in a child whose allocator has
  *                      made few classes (a warm-up's, so that code and
- *                      start-up metadata are resident before): its
+ *                      start-up metadata are resident before), pinned to
+ *                      one CPU (each CPU refills from its own slabs): its
  *                      anonymous RSS grows by at most 200 KiB (17 caches'
- *                      metadata and one or two slabs each: 160 KiB with
+ *                      metadata and one or two slabs each: 120 KiB with
  *                      rseq, 108 KiB in thread mode, where every class is
  *                      made at start-up). The sheaves' default capacity
  *                      starts small (slab/sheaf.c); when each first
@@ -29,6 +30,7 @@
 #define _GNU_SOURCE
 #include "malloc_test.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 
 /* RSS at the three points of a measurement, and how it went. */
@@ -181,6 +183,18 @@ static void footprint_run(void *out, const void *arg)
 {
 	struct rss_run *r = out;
 	(void)arg;
+	/* On one CPU from here on: each CPU refills from its own CPU slabs
+	 * (of the classes and of the sheaf caches), so a migration in the
+	 * middle would cost new slabs on the other CPU (+40-120 KiB: a
+	 * verdict that would depend on scheduling). */
+	int cpu = sched_getcpu();
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(cpu >= 0 ? cpu : 0, &one);
+	if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+		r->nulls = -1;
+		return;
+	}
 	/* Warm-up: a class outside the measured ones (its cache, the sheaf
 	 * caches, the allocator's start-up, the code of the slow paths), and
 	 * the FILE that anon_rss_bytes opens. */
