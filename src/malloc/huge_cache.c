@@ -34,7 +34,10 @@
  *    on 2 CPUs: docs/huge.md). A put may pass the bound by the block it
  *    puts (the block in transit): the next take chooses first, then the
  *    excess goes. Released at the put instead, before the take chose, the
- *    excess was often the very pages the take then faulted in again.
+ *    excess was often the very pages the take then faulted in again. So on
+ *    one CPU two blocks may stay resident between a free and the next
+ *    malloc, and a program that stops allocating huge blocks keeps both
+ *    until they expire.
  *    Beyond the bound the oldest resident ranges are released, their
  *    address space kept.
  *    "Recently": the largest size is halved for each release delay that
@@ -321,11 +324,11 @@ bool huge_cache_put(struct pc_huge_header *h)
 
 /* The range a block of `need` bytes reuses the most resident pages of:
  * the most min(resident, need), the smaller range on a tie (less to split
- * off); a smaller range (grown by fit, only if `grow`) counts a quarter
- * less, since its mremap takes the kernel's mmap lock for writing and
- * moves page tables. Only ranges with at least an eighth of `need`
- * resident qualify (the header pages left in a range joined from released
- * ones do not count); -1 if none does. */
+ * off); a smaller range (grown by fit, only if `grow`) ranks a quarter
+ * lower, since its mremap takes the kernel's mmap lock for writing and
+ * moves page tables. Exactly the ranges best_released passes over
+ * qualify: at least an eighth of `need` resident (the header pages left
+ * in a range joined from released ones do not count); -1 if none does. */
 static int most_resident(size_t need, bool grow)
 {
 	int best = -1;
@@ -335,12 +338,10 @@ static int most_resident(size_t need, bool grow)
 			continue;
 		size_t s = pc_load_relaxed(&slot_size[i]);
 		size_t reuse = PC_MIN(pc_load_relaxed(&slot_resident[i]), need);
-		if (s < need && !grow)
-			continue;
+		if ((s < need && !grow) || reuse < need / 8)
+			continue; /* best_released's (under an eighth), or not to grow */
 		if (s < need)
-			reuse -= reuse / 4;
-		if (reuse < need / 8)
-			continue;
+			reuse -= reuse / 4; /* ranks it only: it still qualifies */
 		if (best < 0 || reuse > best_reuse || (reuse == best_reuse && s < best_size)) {
 			best = (int)i;
 			best_reuse = reuse;

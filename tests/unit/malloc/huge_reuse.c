@@ -40,6 +40,9 @@
  *  most_resident     a malloc takes the range whose resident pages it
  *                    reuses most (a larger, wholly resident one), not the
  *                    smallest fit with a few resident pages: no fault.
+ *  grows_resident    a smaller range with just over an eighth of the
+ *                    request resident is grown for it (not skipped by both
+ *                    selectors, and a new block mapped beside it).
  *  shed_after_take   a free over the bound keeps the block it frees (in
  *                    transit); the next malloc takes the older range whole
  *                    (no fault: the free released none of it), and only
@@ -451,6 +454,24 @@ TEST(most_resident)
 	pc_trim();
 }
 
+TEST(grows_resident)
+{
+	fresh_cache();
+	char *p = pc_malloc(20 * MiB);
+	REQUIRE(p != NULL);
+	touch_pages(p, 20 * MiB, 'p');
+	pc_free(p);
+	pc_store_relaxed(&pc_huge_cache_test_bound, 3 * MiB + MiB / 2);
+	huge_cache_settle(); /* its first 3.5 MiB resident: over 24 MiB / 8 */
+	pc_store_relaxed(&pc_huge_cache_test_bound, 0);
+	char *r = pc_malloc(24 * MiB);
+	REQUIRE(r != NULL);
+	CHECK_EQ(huge_cache_bytes(), 0); /* the range was grown */
+	CHECK_EQ(count_not(r, 3 * MiB, 'p', PC_PAGE_SIZE), 0); /* with its pages */
+	pc_free(r);
+	pc_trim();
+}
+
 TEST(shed_after_take)
 {
 	fresh_cache();
@@ -487,7 +508,7 @@ TEST(shed_after_take)
 TEST(realloc_shrink)
 {
 	fresh_cache();
-	pc_store_relaxed(&pc_huge_cache_test_cpus, 2); /* the block and its tail */
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 3); /* two blocks: the block and its tail */
 	char *p = pc_malloc(24 * MiB);
 	REQUIRE(p != NULL);
 	touch_pages(p, 24 * MiB, 's');
@@ -513,7 +534,7 @@ TEST(realloc_shrink)
 TEST(realloc_grow)
 {
 	fresh_cache();
-	pc_store_relaxed(&pc_huge_cache_test_cpus, 2);
+	pc_store_relaxed(&pc_huge_cache_test_cpus, 3); /* two blocks */
 	char *p = pc_malloc(24 * MiB);
 	REQUIRE(p != NULL);
 	touch_pages(p, 24 * MiB, 'g');
@@ -651,6 +672,7 @@ int main(void)
 	RUN(bound_decays);
 	RUN(bound_per_cpu);
 	RUN(most_resident);
+	RUN(grows_resident);
 	RUN(shed_after_take);
 	RUN(realloc_shrink);
 	RUN(realloc_grow);
