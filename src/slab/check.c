@@ -193,11 +193,8 @@ static long cache_check_locked(struct pc_cache *s)
 	os_unmap(w.seen, scratch);
 	if (rc < 0)
 		return -1;
-	long slabs = 0, objects = 0;
-	for (unsigned i = 0; i < pc_node_count(); i++) {
-		slabs += pc_load_relaxed(&s->node[i]->nr_slabs);
-		objects += pc_load_relaxed(&s->node[i]->total_objects);
-	}
+	long slabs, objects;
+	slab_counts(s, &slabs, &objects);
 	if (slabs != w.slabs || objects != w.objects)
 		FAIL("cache %s: nodes count %ld slabs/%ld objects, walk found %ld/%ld",
 		     s->name, slabs, objects, w.slabs, w.objects);

@@ -1123,6 +1123,10 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain);
 void slab_deactivate(struct pc_cache *s, struct pc_page *slab);
 void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c);
 void slab_discard(struct pc_cache *s, struct pc_page *slab);
+/* The slabs of s (any state) and their slots, for pc_cache_info and
+ * pc_cache_check. No lock: read while slabs are made and given back, the
+ * counts are those of a moment of the call, never below 0. */
+void slab_counts(struct pc_cache *s, long *slabs, long *objects);
 /* Under n->list_lock: take a slab off / put a slab on the node partial list. */
 void slab_partial_del(struct pc_cache_node *n, struct pc_page *slab);
 void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab);

@@ -174,6 +174,15 @@ void slab_discard(struct pc_cache *s, struct pc_page *slab)
 	pc_free_pages(pc_page_address(slab), order);
 }
 
+void slab_counts(struct pc_cache *s, long *slabs, long *objects)
+{
+	*slabs = *objects = 0;
+	for (unsigned i = 0; i < pc_node_count(); i++) {
+		*slabs += pc_load_relaxed(&s->node[i]->nr_slabs);
+		*objects += pc_load_relaxed(&s->node[i]->total_objects);
+	}
+}
+
 void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab)
 {
 	pc_lock_assert_held(&n->list_lock);
