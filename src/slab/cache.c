@@ -629,6 +629,7 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 	info->cpu_partial = slab_cpu_partial(s);
 	info->sheaf_capacity = pc_load_relaxed(&s->sheaf_capacity);
 	info->sheaf_objects = sheaf_count_objects(s);
+	slab_counts(s, &info->slabs, &info->total_objects); /* slab_alloc.c */
 	long free_on_partial = 0;
 	for (unsigned i = 0; i < pc_node_count(); i++) {
 		struct pc_cache_node *n = s->node[i];
@@ -640,8 +641,6 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 		}
 		info->partial_slabs += (long)pc_load_relaxed(&n->nr_partial);
 		pc_lock_release(&n->list_lock);
-		info->slabs += pc_load_relaxed(&n->nr_slabs);
-		info->total_objects += pc_load_relaxed(&n->total_objects);
 		pc_lock_stats_merge(&info->list_lock, n->lock_stats);
 		pc_lock_stats_merge(&info->barn_lock, s->barn[i]->lock_stats);
 		info->barn_limit = PC_MAX(info->barn_limit, barn_limit(s, i));
