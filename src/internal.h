@@ -88,6 +88,7 @@ __attribute__((format(printf, 1, 2))) void pc_report(const char *fmt, ...);
 #define pc_xchg_acquire(p, v)   atomic_exchange_explicit((p), (v), memory_order_acquire)
 #define pc_xchg_release(p, v)   atomic_exchange_explicit((p), (v), memory_order_release)
 #define pc_add_relaxed(p, v)    atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+#define pc_add_release(p, v)    atomic_fetch_add_explicit((p), (v), memory_order_release)
 #define pc_sub_relaxed(p, v)    atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
 #define pc_sub_release(p, v)    atomic_fetch_sub_explicit((p), (v), memory_order_release)
 #define pc_cas_strong_acquire(p, e, d) atomic_compare_exchange_strong_explicit( \

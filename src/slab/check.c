@@ -196,7 +196,7 @@ static long cache_check_locked(struct pc_cache *s)
 	long slabs, objects;
 	slab_counts(s, &slabs, &objects);
 	if (slabs != w.slabs || objects != w.objects)
-		FAIL("cache %s: nodes count %ld slabs/%ld objects, walk found %ld/%ld",
+		FAIL("cache %s: counts say %ld slabs/%ld objects, walk found %ld/%ld",
 		     s->name, slabs, objects, w.slabs, w.objects);
 	return w.allocated;
 }

@@ -225,7 +225,11 @@
  *   (rank by rank, each pass in cache-list order): the only place locks of
  *   two caches nest but the sheaf case, and src/README.md says why that is
  *   safe. Debug builds check these ranks (lock.h, "lock ranks").
- *   Lock-free: the fast paths (sheaf and slab) and the slab freelist word.
+ *   Lock-free: the fast paths (sheaf and slab), the slab freelist word, and
+ *   the slab counts (c->slabs_made and the rest: atomic adds by any thread
+ *   on that CPU number; slab_counts reads a moment's sums, never below 0,
+ *   exact when no slab is being made or given back, as pc_cache_check
+ *   needs).
  *
  * ---- Fast path safety in user space (the kernel's this_cpu_cmpxchg_double
  * is atomic only against its own CPU; here any thread may touch any CPU's
@@ -320,6 +324,19 @@ struct pc_cache_cpu {
 	 * the pages a cache writes at creation, so that they cost no memory
 	 * while statistics are off (docs/footprint.md). */
 	_Atomic uint64_t *stats;
+	/* The slab counts, per CPU number so that slab_new and slab_discard
+	 * write no line the other CPUs write (with SLUB's per-node counters,
+	 * beside the node's list_lock, the line moved between the CPUs at
+	 * every new slab: Test D at 16 threads, docs/sheaves.md). Monotone:
+	 * slabs (and their slots) made by threads on this CPU number, and
+	 * given back by them; a slab may be made on one CPU and given back on
+	 * another, so only the sums over the CPUs mean anything (slab_counts:
+	 * given back first, then made, so that a sum is never below 0). The
+	 * slab counters wrap (their difference mod 2^32 is exact below 2^32
+	 * slabs). Always written, so not in the cold block: 24 bytes, which
+	 * take the struct from 64 to 128 bytes per CPU. */
+	_Atomic uint32_t slabs_made, slabs_gone;
+	_Atomic long objects_made, objects_gone;
 } PC_CACHE_ALIGNED;
 
 /* Per cache and node. */
@@ -327,8 +344,6 @@ struct pc_cache_node {
 	struct pc_lock list_lock;
 	struct pc_list partial;        /* under list_lock */
 	_Atomic unsigned long nr_partial; /* written under list_lock, read racily */
-	_Atomic long nr_slabs;         /* slabs of this node (any state) */
-	_Atomic long total_objects;    /* their slots */
 	struct pc_lock_stats *lock_stats; /* list_lock's, in the cold block (as stats above) */
 } PC_CACHE_ALIGNED;
 
@@ -1125,8 +1140,12 @@ void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c);
 void slab_discard(struct pc_cache *s, struct pc_page *slab);
 /* The slabs of s (any state) and their slots, for pc_cache_info and
  * pc_cache_check. No lock: read while slabs are made and given back, the
- * counts are those of a moment of the call, never below 0. */
+ * counts are never below 0 and never below the slabs that existed through
+ * the whole call (at most those made during it too). */
 void slab_counts(struct pc_cache *s, long *slabs, long *objects);
+/* Tests only (NULL = none): called by slab_counts between its two sums
+ * (the slabs given back, then those made), with no lock held. */
+extern void (*_Atomic pc_slab_counts_test_hook)(struct pc_cache *s);
 /* Under n->list_lock: take a slab off / put a slab on the node partial list. */
 void slab_partial_del(struct pc_cache_node *n, struct pc_page *slab);
 void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab);

@@ -153,9 +153,9 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain)
 	pc_vg_noaccess(mem, PC_PAGE_SIZE << order); /* until objects are handed out */
 	pc_store_relaxed(&slab_word(slab)->ptr, NULL);
 	pc_store_relaxed(&slab_word(slab)->word, PC_SLAB_COUNTERS(objects, objects, 1));
-	struct pc_cache_node *n = slab_node(s, slab);
-	pc_add_relaxed(&n->nr_slabs, 1);
-	pc_add_relaxed(&n->total_objects, (long)objects);
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()]; /* the counts: this CPU's line */
+	pc_add_relaxed(&c->slabs_made, 1);
+	pc_add_relaxed(&c->objects_made, (long)objects);
 	*chain = mem;
 	return slab;
 }
@@ -163,24 +163,49 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain)
 /* Return an empty, unlisted, unfrozen slab to the page allocator. */
 void slab_discard(struct pc_cache *s, struct pc_page *slab)
 {
-	struct pc_cache_node *n = slab_node(s, slab);
+	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
 	unsigned order = pc_pg_order(slab);
-	pc_add_relaxed(&n->nr_slabs, -1);
-	pc_add_relaxed(&n->total_objects, -(long)PC_SLAB_OBJECTS(pc_load_relaxed(&slab_word(slab)->word)));
+	/* Release: a reader whose acquire load sees this slab gone sees it
+	 * made (slab_new's adds happen before: the slab came here from its
+	 * maker through the allocator's own release/acquire hand-overs). */
+	pc_add_release(&c->objects_gone, (long)PC_SLAB_OBJECTS(pc_load_relaxed(&slab_word(slab)->word)));
+	pc_add_release(&c->slabs_gone, 1);
 	for (size_t i = 1; i < ((size_t)1 << order); i++)
 		pc_pg_set_state(&slab[i], PC_PG_NONE);
 	slab->owner = NULL;
-	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_slab_free);
+	slab_stat(c, PC_SLAB_STAT_slab_free);
 	pc_free_pages(pc_page_address(slab), order);
 }
 
+void (*_Atomic pc_slab_counts_test_hook)(struct pc_cache *s);
+
+/*
+ * The sums of the per-CPU counts (struct pc_cache_cpu): every CPU's slabs
+ * given back first (acquire loads), then every CPU's slabs made. A slab's
+ * make happens before its give-back, so a give-back this read sees has its
+ * make seen by the later loads: the difference is never below 0, and is
+ * off only by the slabs made (not given back) while it ran, counted in
+ * excess. Read the other way round, or per CPU as a net count, a reader
+ * that slept between two CPUs' counters missed the makes of slabs that it
+ * saw given back, and the sum went below 0 (review of this change).
+ */
 void slab_counts(struct pc_cache *s, long *slabs, long *objects)
 {
-	*slabs = *objects = 0;
-	for (unsigned i = 0; i < pc_node_count(); i++) {
-		*slabs += pc_load_relaxed(&s->node[i]->nr_slabs);
-		*objects += pc_load_relaxed(&s->node[i]->total_objects);
+	uint32_t slabs_gone = 0, slabs_made = 0;
+	long objects_gone = 0, objects_made = 0;
+	for (unsigned c = 0; c < os_cpu_count(); c++) {
+		slabs_gone += pc_load_acquire(&s->cpu[c].slabs_gone);
+		objects_gone += pc_load_acquire(&s->cpu[c].objects_gone);
 	}
+	void (*hook)(struct pc_cache *) = pc_load_relaxed(&pc_slab_counts_test_hook);
+	if (pc_unlikely(hook != NULL))
+		hook(s);
+	for (unsigned c = 0; c < os_cpu_count(); c++) {
+		slabs_made += pc_load_relaxed(&s->cpu[c].slabs_made);
+		objects_made += pc_load_relaxed(&s->cpu[c].objects_made);
+	}
+	*slabs = (long)(uint32_t)(slabs_made - slabs_gone);
+	*objects = objects_made - objects_gone;
 }
 
 void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab)
