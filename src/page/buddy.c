@@ -32,7 +32,7 @@ void zone_publish_counts_locked(struct pc_zone *z)
 void zone_publish_hints_locked(struct pc_zone *z)
 {
 	zone_publish_counts_locked(z);
-	size_t used = z->managed_pages - z->free_pages - z->release_held; /* release.c */
+	size_t used = zone_used_locked(z);
 	if (pc_unlikely(used > z->peak_used[0])) { /* a new peak of this window */
 		z->peak_used[0] = used;
 		pc_store_relaxed(&z->peak_hint, PC_MAX(used, z->peak_used[1]));

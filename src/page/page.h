@@ -680,6 +680,13 @@ size_t page_release_due(void);
 			return false;            \
 		}                                \
 	} while (0)
+/* Pages of z in use, under its lock: neither free nor on their way to the
+ * OS in a release pass (release.c). What the peak of use and the release
+ * bound count. */
+PC_INLINE size_t zone_used_locked(const struct pc_zone *z)
+{
+	return z->managed_pages - z->free_pages - z->release_held;
+}
 /* "buddy.c" */
 struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool kept);
 void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem);

@@ -122,7 +122,7 @@ static void zone_roll_peak_locked(struct pc_zone *z, uint64_t now)
 {
 	if (now < z->peak_roll_ns)
 		return;
-	size_t used = z->managed_pages - z->free_pages - z->release_held;
+	size_t used = zone_used_locked(z);
 	z->peak_used[1] = z->peak_used[0];
 	z->peak_used[0] = used;
 	z->peak_roll_ns = now + delay_ns() / 4;
@@ -155,7 +155,7 @@ static size_t goal_keep_locked(const struct pc_zone *z, const struct release_goa
 {
 	if (!g->bounded)
 		return g->keep_pages;
-	return bound_pages(z, z->managed_pages - z->free_pages - z->release_held);
+	return bound_pages(z, zone_used_locked(z));
 }
 
 /*

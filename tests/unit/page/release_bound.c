@@ -14,21 +14,24 @@
  * (PC_PAGE_TEST_RELEASE_TAKEN): a second thread frees and is joined there;
  * no timing.
  *
- *  (a) bound_followed: 64 touched blocks of order PC_MAX_ORDER (the peak of
- *      use); 39 freed under a 1 GiB watermark (kept); the peak's windows
- *      rolled twice, so the peak is the use now (25 blocks); the watermark
- *      back to 8 MiB: freeing the 40th runs a pass over the bound (the
- *      quarter of the use, 6 blocks). At the pass's first batch (32 blocks)
- *      another thread frees the other 24 blocks: the use falls to 0 and the
- *      bound rises to the peak (25 blocks). The pass must stop there: at
- *      least 24 blocks stay dirty, at most 26 (it did release; a block
- *      past the bound at most). With the bound read once, 6 blocks stayed.
+ *  (a) bound_followed: 16 touched blocks of order PC_MAX_ORDER (4 MiB: the
+ *      peak of use); 9 freed under a 1 GiB watermark (kept); the peak's
+ *      windows rolled twice, so the peak is the use now (7 blocks); the
+ *      watermark back to 8 MiB (2 blocks): freeing the 10th runs a pass
+ *      over the bound (the watermark, 2 blocks, more than a quarter of the
+ *      use or the peak less the use). At the pass's first batch (8 blocks)
+ *      another thread frees the other 6 blocks: the use falls to 0 and the
+ *      bound rises to the peak (7 blocks). The pass must stop there: 6 to 8
+ *      blocks stay dirty (it did release; a block past the bound at most).
+ *      With the bound read once, 2 blocks stayed.
  *  (b) in_flight_no_peak: a pass that takes more than the use's peak off
- *      the lists at once (the same 64 blocks, all freed and kept under a
+ *      the lists at once (the same 16 blocks, all freed and kept under a
  *      1 GiB watermark, the peak's windows rolled while nothing is in use,
- *      then released by a trim in batches of 32) leaves the zone's peak
- *      where it was: pages on their way to the OS are not use.
+ *      then released by a trim in one batch) leaves the zone's peak where
+ *      it was: pages on their way to the OS are not use.
  * pc_page_check() after each.
+ *
+ * PC_TEST_LABELS: tsan
  */
 #define _GNU_SOURCE
 #include "page/page.h"
@@ -40,7 +43,8 @@
 #define MiB ((size_t)1 << 20)
 #define BLOCK (PC_PAGE_SIZE << PC_MAX_ORDER)
 #define BLOCK_PAGES ((size_t)1 << PC_MAX_ORDER)
-#define NBLOCKS 64
+#define NBLOCKS 16
+#define KEEP_FREED 9 /* (a): freed before the pass */
 #define QUARTER_DELAY_NS (900ull * 1000000000u + 1000000u) /* 15 min + 1 ms */
 
 static char *blocks[NBLOCKS];
@@ -73,14 +77,14 @@ static size_t zone_dirty(void)
 	return pc_load_relaxed(&zone->dirty_hint);
 }
 
-/* (a)'s other thread: it frees blocks[40..64) into the zone (this thread is
+/* (a)'s other thread: it frees blocks[KEEP_FREED + 1 ..] into the zone (this thread is
  * inside the page layer at the hook, where its own frees would wait for the
  * pass's end: reentry.c). The zone lock is not held at the hook; the pass's
  * releasing flag sends these frees' own passes away. */
 static void *free_rest(void *arg)
 {
 	(void)arg;
-	for (size_t i = 40; i < NBLOCKS; i++)
+	for (size_t i = KEEP_FREED + 1; i < NBLOCKS; i++)
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
 	return NULL;
 }
@@ -117,22 +121,22 @@ TEST(bound_followed)
 	setup();
 	alloc_all();
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1 << 20); /* 1 GiB: every free kept */
-	for (size_t i = 0; i < 39; i++)
+	for (size_t i = 0; i < KEEP_FREED; i++)
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
-	forget_peak(); /* the peak: 25 blocks in use */
-	CHECK(zone_dirty() >= 39 * BLOCK_PAGES);
+	forget_peak(); /* the peak: 7 blocks in use */
+	CHECK(zone_dirty() >= KEEP_FREED * BLOCK_PAGES);
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192);
 	pc_store_relaxed(&hook_calls, 0);
 	pc_store_relaxed(&pc_page_test_hook, free_rest_at_first_batch);
-	pc_free_pages(blocks[39], PC_MAX_ORDER); /* over the bound: a pass */
+	pc_free_pages(blocks[KEEP_FREED], PC_MAX_ORDER); /* over the bound: a pass */
 	pc_store_relaxed(&pc_page_test_hook, NULL);
 	CHECK(pc_load_relaxed(&hook_calls) >= 1);
-	/* Nothing in use now, the peak 25 blocks: the bound is 25 blocks (more
+	/* Nothing in use now, the peak 7 blocks: the bound is 7 blocks (more
 	 * than the watermark), and the pass took one block at most past it. */
 	size_t dirty = zone_dirty();
-	CHECK(dirty >= 24 * BLOCK_PAGES);
-	CHECK(dirty <= 26 * BLOCK_PAGES); /* it did release what was over */
-	if (dirty < 24 * BLOCK_PAGES || dirty > 26 * BLOCK_PAGES)
+	CHECK(dirty >= 6 * BLOCK_PAGES);
+	CHECK(dirty <= 8 * BLOCK_PAGES); /* it did release what was over */
+	if (dirty < 6 * BLOCK_PAGES || dirty > 8 * BLOCK_PAGES)
 		fprintf(stderr, "  %zu dirty pages after the pass (blocks of %zu)\n", dirty, BLOCK_PAGES);
 	CHECK(pc_page_check());
 	pc_page_trim();
@@ -148,7 +152,7 @@ TEST(in_flight_no_peak)
 	forget_peak(); /* the peak: nothing in use */
 	size_t peak = pc_load_relaxed(&zone->peak_hint);
 	CHECK(zone_dirty() >= NBLOCKS * BLOCK_PAGES);
-	pc_page_trim(); /* batches of 32 blocks in flight, 128 MiB each */
+	pc_page_trim(); /* one batch of 16 blocks in flight, 64 MiB */
 	CHECK(zone_dirty() == 0);
 	CHECK(pc_load_relaxed(&zone->peak_hint) == peak);
 	if (pc_load_relaxed(&zone->peak_hint) != peak)
