@@ -85,7 +85,7 @@
 	X(DEBUG_FAIL_MMAP_PPM, "debug.fail_mmap_ppm", 0, 0, 1000000, 1,           \
 	  "fault injection: each mapping fails with probability N / 1000000") \
 	X(SLUB_SHEAF_CAPACITY, "slub.sheaf_capacity", -1, -1, 512, 1,               \
-	  "objects per sheaf; -1 = by object size (16 KiB of objects, 4..128, from 2 KiB growing with demand); 0 = no sheaves") \
+	  "objects per sheaf; -1 = by object size (16 KiB of objects, at least 32 up to 64 KiB, 4..128, from 2 KiB growing with demand); 0 = no sheaves") \
 	X(SLUB_BARN_SHEAVES, "slub.barn_sheaves", 8, 0, 4096, 1,                   \
 	  "full and empty sheaves a barn (per cache and node) keeps, each")        \
 	X(SLUB_BARN_MAX_KB, "slub.barn_max_kb", -1, -1, 1L << 20, 1,              \

@@ -73,9 +73,15 @@ struct pc_cache *sheaf_thread_cache(unsigned i)
 	return pc_load_relaxed(&thread_caches[i]);
 }
 
+/* 16 KiB of objects, but at least 32 objects up to 64 KiB of them (1 KiB:
+ * 32, not 16; 2 KiB: 32, not 8; 4 KiB: 16; 8 KiB: 8), clamped to 4..128.
+ * Classes up to 512 B keep 16 KiB. Every slow path serves one sheaf of a
+ * class, so a program that allocates (frees) many objects of 1-8 KiB paid
+ * one per 4-8 objects: seed 002's Tests D and F at 16 threads, 2-8 KiB,
+ * took 1.4-3x the cycles (docs/sheaves.md, "Test D at 16 threads"). */
 unsigned sheaf_default_capacity(size_t size)
 {
-	size_t n = 16384 / size;
+	size_t n = PC_MAX(16384 / size, PC_MIN((size_t)32, 65536 / size));
 	return (unsigned)PC_MAX((size_t)4, PC_MIN(n, (size_t)128));
 }
 
