@@ -523,9 +523,10 @@ struct pc_cache {
 	bool internal;        /* a cache of sheaves: never has sheaves itself */
 	_Atomic uint32_t sheaf_capacity; /* of new sheaves; 0 = sheaves off */
 	/* What sheaf_capacity grows to with demand: by default it starts at
-	 * a byte budget (sheaf_start_capacity) and doubles every few refills
-	 * from the slabs and new sheaves for frees (sheaf_capacity_grow, from
-	 * the sheaf slow paths; racy, harmless: a sheaf of another capacity
+	 * a byte budget (sheaf_start_capacity; the default itself in thread
+	 * mode) and doubles after four refills' worth of slow paths (a refill
+	 * from the slabs or a new sheaf for a free counts 16, any other sheaf
+	 * slow path 1: sheaf.c, sheaf_demand_add; racy, harmless: a sheaf of another capacity
 	 * goes back to the slabs when it reaches a barn). Equal to it when
 	 * slub.sheaf_capacity is set (fixed); sheaf_demand counts the slow
 	 * paths toward the next doubling. */
