@@ -131,6 +131,15 @@ static void guard(char *p)
 	}
 }
 
+/* A huge block that must exist, guarded as above. */
+static char *guarded_malloc(size_t size)
+{
+	char *p = pc_malloc(size);
+	REQUIRE(p != NULL);
+	guard(p);
+	return p;
+}
+
 static void unguard(void)
 {
 	while (nr_guards)
@@ -212,9 +221,7 @@ TEST(extents)
 static char *mixed_range(void)
 {
 	fresh_cache();
-	char *p = pc_malloc(40 * MiB);
-	REQUIRE(p != NULL);
-	guard(p);
+	char *p = guarded_malloc(40 * MiB);
 	touch_pages(p, 40 * MiB, 'm');
 	REQUIRE(pc_realloc(p, 8 * MiB) == p);
 	CHECK_EQ(huge_cache_resident(), 32 * MiB);
@@ -260,12 +267,8 @@ TEST(calloc_mixed)
 TEST(calloc_released)
 {
 	fresh_cache();
-	char *q = pc_malloc(20 * MiB);
-	REQUIRE(q != NULL);
-	guard(q);
-	char *p = pc_malloc(20 * MiB);
-	REQUIRE(p != NULL);
-	guard(p);
+	char *q = guarded_malloc(20 * MiB);
+	char *p = guarded_malloc(20 * MiB);
 	touch_pages(p, 20 * MiB, 'p');
 	touch_pages(q, 20 * MiB, 'q');
 	pc_free(p);
@@ -289,9 +292,7 @@ TEST(calloc_released)
 TEST(place_resident)
 {
 	fresh_cache();
-	char *p = pc_malloc(40 * MiB);
-	REQUIRE(p != NULL);
-	guard(p);
+	char *p = guarded_malloc(40 * MiB);
 	touch_pages(p, 40 * MiB, 1);
 	pc_free(p);
 	/* One mapping cut in four: [w 8 MiB][y 8 MiB][x 16 MiB][rest]. */
@@ -324,12 +325,8 @@ TEST(place_resident)
 TEST(remap_refused)
 {
 	fresh_cache();
-	char *x = pc_malloc(32 * MiB);
-	REQUIRE(x != NULL);
-	guard(x);
-	char *p = pc_malloc(20 * MiB);
-	REQUIRE(p != NULL);
-	guard(p);
+	char *x = guarded_malloc(32 * MiB);
+	char *p = guarded_malloc(20 * MiB);
 	touch_pages(p, 20 * MiB, 1);
 	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
 	pc_free(x);
@@ -427,12 +424,8 @@ TEST(most_resident)
 {
 	fresh_cache();
 	pc_store_relaxed(&pc_huge_cache_test_cpus, 2); /* no release at b's free, whatever the rule */
-	char *a = pc_malloc(24 * MiB);
-	REQUIRE(a != NULL);
-	guard(a);
-	char *b = pc_malloc(32 * MiB);
-	REQUIRE(b != NULL);
-	guard(b);
+	char *a = guarded_malloc(24 * MiB);
+	char *b = guarded_malloc(32 * MiB);
 	touch_pages(a, 24 * MiB, 'a');
 	touch_pages(b, 32 * MiB, 'b');
 	pc_free(a);
@@ -475,12 +468,8 @@ TEST(grows_resident)
 TEST(shed_after_take)
 {
 	fresh_cache();
-	char *p = pc_malloc(24 * MiB);
-	REQUIRE(p != NULL);
-	guard(p);
-	char *q = pc_malloc(16 * MiB);
-	REQUIRE(q != NULL);
-	guard(q);
+	char *p = guarded_malloc(24 * MiB);
+	char *q = guarded_malloc(16 * MiB);
 	touch_pages(p, 24 * MiB, 'p');
 	touch_pages(q, 16 * MiB, 'q');
 	pc_free(p);
@@ -561,12 +550,8 @@ TEST(put_evicts)
 {
 	fresh_cache();
 	REQUIRE(pc_option_set(PC_OPT_VM_HUGE_CACHE_KB, 40 * 1024, false) == 0);
-	char *x = pc_malloc(20 * MiB);
-	REQUIRE(x != NULL);
-	guard(x);
-	char *y = pc_malloc(20 * MiB);
-	REQUIRE(y != NULL);
-	guard(y);
+	char *x = guarded_malloc(20 * MiB);
+	char *y = guarded_malloc(20 * MiB);
 	touch_pages(y, 20 * MiB, 'y');
 	pc_store_relaxed(&pc_huge_cache_test_bound, PC_PAGE_SIZE);
 	pc_free(x);
