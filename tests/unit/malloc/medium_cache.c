@@ -336,6 +336,35 @@ static void cache_n(size_t size, int n)
 	REQUIRE(medium_cached_bytes() == (size_t)n * size);
 }
 
+/* 40 decay passes, each after 100 rounds of two blocks of size allocated
+ * and freed; one more block of size held every other pass, so that the
+ * class's count changes at each pass and the CPU is never idle (a loop
+ * that leaves its stack as it found it looks idle and is flushed whole).
+ * never_flushed: check after each pass that something is still cached. */
+static void steady_passes(size_t size, bool never_flushed)
+{
+	char *held = NULL;
+	for (int pass = 0; pass < 40; pass++) {
+		for (int i = 0; i < 100; i++) {
+			char *x = pc_malloc(size), *y = pc_malloc(size);
+			REQUIRE(x && y);
+			pc_free(y);
+			pc_free(x);
+		}
+		if (held) {
+			pc_free(held);
+			held = NULL;
+		} else {
+			REQUIRE((held = pc_malloc(size)) != NULL);
+		}
+		medium_decay();
+		if (never_flushed)
+			CHECK(medium_cached_bytes() > 0);
+	}
+	if (held)
+		pc_free(held);
+}
+
 /* Review of mixedrss, repro A: a burst caches 64 blocks of a class, then the
  * demand drops to 2-3 blocks of the same class. The class changes at every
  * pass (never stale), yet the bottom blocks nobody uses go back. */
@@ -348,24 +377,7 @@ TEST(demand_drops)
 	pc_trim();
 	pc_medium_depth++; /* only the passes called below */
 	cache_n(16 * KiB, 64);
-	char *held = NULL;
-	for (int pass = 0; pass < 40; pass++) {
-		for (int i = 0; i < 100; i++) {
-			char *x = pc_malloc(16 * KiB), *y = pc_malloc(16 * KiB);
-			REQUIRE(x && y);
-			pc_free(y);
-			pc_free(x);
-		}
-		if (held) {
-			pc_free(held);
-			held = NULL;
-		} else {
-			REQUIRE((held = pc_malloc(16 * KiB)) != NULL);
-		}
-		medium_decay();
-	}
-	if (held)
-		pc_free(held);
+	steady_passes(16 * KiB, false);
 	CHECK_EQ(medium_bound_bytes(0), 256 * KiB);
 	CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
 	CHECK(medium_capacity_bytes(0) <= medium_bound_bytes(0));
@@ -384,28 +396,7 @@ TEST(stale_class)
 	pc_trim();
 	pc_medium_depth++;
 	cache_n(16 * KiB, 56);
-	/* One 20 KiB block held every other pass: the class's count changes
-	 * at each pass, so the CPU is never idle (a loop that leaves its stack
-	 * as it found it looks idle and is flushed whole). */
-	char *held = NULL;
-	for (int pass = 0; pass < 40; pass++) {
-		for (int i = 0; i < 100; i++) {
-			char *x = pc_malloc(20 * KiB), *y = pc_malloc(20 * KiB);
-			REQUIRE(x && y);
-			pc_free(y);
-			pc_free(x);
-		}
-		if (held) {
-			pc_free(held);
-			held = NULL;
-		} else {
-			REQUIRE((held = pc_malloc(20 * KiB)) != NULL);
-		}
-		medium_decay();
-		CHECK(medium_cached_bytes() > 0); /* never flushed whole */
-	}
-	if (held)
-		pc_free(held);
+	steady_passes(20 * KiB, true);
 	CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
 	/* Only the loop's 20 KiB blocks: the 56 x 16 KiB went back whole (a
 	 * trim by size alone would have kept a bound's worth of them). */
