@@ -48,6 +48,33 @@ static void pause_point(void)
 	atomic_fetch_sub(&paused, 1);
 }
 
+/* A worker's tables of blocks and their lengths, published for the look;
+ * counted as started and running. */
+static void worker_start(long id, char ***blk, size_t **len)
+{
+	*blk = calloc((size_t)blocks, sizeof(**blk));
+	*len = calloc((size_t)blocks, sizeof(**len));
+	if (!*blk || !*len)
+		exit(1);
+	all_blk[id] = *blk;
+	all_len[id] = *len;
+	atomic_fetch_add(&started, 1);
+	atomic_fetch_add(&running, 1);
+}
+
+/* Frees what the worker holds, pausing between blocks as the steps do. */
+static void worker_end(char **blk, size_t *len)
+{
+	for (long i = 0; i < blocks; i++) {
+		pause_point();
+		free(blk[i]);
+		atomic_fetch_sub(&live_bytes, (long)len[i]);
+		blk[i] = NULL;
+	}
+	atomic_fetch_sub(&running, 1);
+	atomic_fetch_add(&ended, 1);
+}
+
 /* bench_large's workload instead (bench/workloads/large.c, --large 1): --blocks
  * live blocks (8) of --min..--max (64 KiB - 4 MiB), each step frees one
  * and allocates another, writing one byte per page of it. */
@@ -56,12 +83,9 @@ static long large_mode;
 static void *large_worker(long id)
 {
 	uint64_t rng = bench_seed(id);
-	char **blk = calloc((size_t)blocks, sizeof(*blk));
-	size_t *len = calloc((size_t)blocks, sizeof(*len));
-	all_blk[id] = blk;
-	all_len[id] = len;
-	atomic_fetch_add(&started, 1);
-	atomic_fetch_add(&running, 1);
+	char **blk;
+	size_t *len;
+	worker_start(id, &blk, &len);
 	for (long s = 0; s < steps; s++) {
 		pause_point();
 		long i = (long)(bench_rand(&rng) % (uint64_t)blocks);
@@ -75,14 +99,7 @@ static void *large_worker(long id)
 		atomic_fetch_add(&live_bytes, (long)n);
 		__atomic_store_n(&blk[i], p, __ATOMIC_RELEASE);
 	}
-	for (long i = 0; i < blocks; i++) {
-		pause_point();
-		free(blk[i]);
-		atomic_fetch_sub(&live_bytes, (long)len[i]);
-		blk[i] = NULL;
-	}
-	atomic_fetch_sub(&running, 1);
-	atomic_fetch_add(&ended, 1);
+	worker_end(blk, len);
 	return NULL;
 }
 
@@ -91,12 +108,9 @@ static void *worker(long id)
 	if (large_mode)
 		return large_worker(id);
 	uint64_t rng = bench_seed(id);
-	char **blk = calloc((size_t)blocks, sizeof(*blk));
-	size_t *len = calloc((size_t)blocks, sizeof(*len));
-	all_blk[id] = blk;
-	all_len[id] = len;
-	atomic_fetch_add(&started, 1);
-	atomic_fetch_add(&running, 1);
+	char **blk;
+	size_t *len;
+	worker_start(id, &blk, &len);
 	for (long i = 0; i < blocks; i++) {
 		pause_point();
 		size_t n = bench_log_uniform(&rng, min_size, max_size);
@@ -124,14 +138,7 @@ static void *worker(long id)
 		len[i] = n;
 		blk[i] = p;
 	}
-	for (long i = 0; i < blocks; i++) {
-		pause_point();
-		free(blk[i]);
-		atomic_fetch_sub(&live_bytes, (long)len[i]);
-		blk[i] = NULL;
-	}
-	atomic_fetch_sub(&running, 1);
-	atomic_fetch_add(&ended, 1);
+	worker_end(blk, len);
 	return NULL;
 }
 
