@@ -116,14 +116,22 @@ static void setup(void)
 	forget_peak();
 }
 
-TEST(bound_followed)
+/* After setup: every block allocated, the first n freed and kept dirty
+ * (a watermark of 1 GiB), and the peak of use forgotten down to what is
+ * still in use. */
+static void freed_and_kept(size_t n)
 {
 	setup();
 	alloc_all();
-	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1 << 20); /* 1 GiB: every free kept */
-	for (size_t i = 0; i < KEEP_FREED; i++)
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1 << 20);
+	for (size_t i = 0; i < n; i++)
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
-	forget_peak(); /* the peak: 7 blocks in use */
+	forget_peak();
+}
+
+TEST(bound_followed)
+{
+	freed_and_kept(KEEP_FREED); /* the peak: 7 blocks in use */
 	CHECK(zone_dirty() >= KEEP_FREED * BLOCK_PAGES);
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192);
 	pc_store_relaxed(&hook_calls, 0);
@@ -144,12 +152,7 @@ TEST(bound_followed)
 
 TEST(in_flight_no_peak)
 {
-	setup();
-	alloc_all();
-	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1 << 20); /* 1 GiB: every free kept */
-	for (size_t i = 0; i < NBLOCKS; i++)
-		pc_free_pages(blocks[i], PC_MAX_ORDER);
-	forget_peak(); /* the peak: nothing in use */
+	freed_and_kept(NBLOCKS); /* the peak: nothing in use */
 	size_t peak = pc_load_relaxed(&zone->peak_hint);
 	CHECK(zone_dirty() >= NBLOCKS * BLOCK_PAGES);
 	pc_page_trim(); /* one batch of 16 blocks in flight, 64 MiB */
