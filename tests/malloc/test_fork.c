@@ -12,6 +12,13 @@
  *   - and _exit(0)s; any damage or failure gives another status, and an
  *     alarm kills a child that hangs (a lock left held across fork).
  * The parent checks every child's exit status.
+ *
+ * The alarms detect hangs only: the parent's is re-armed at every fork, so
+ * a loaded machine that makes each fork slow cannot fire it, and the
+ * parent stops forking after FORK_BUDGET_S once MIN_FORKS children ran (a
+ * debug build at load 50 on 2 cores needs more than 150 s for 300 forks).
+ * How many forks ran depends on the machine; the verdict does not: every
+ * child that ran must have exited 0, and at least MIN_FORKS ran.
  */
 #define _GNU_SOURCE
 #include "malloc_test.h"
@@ -22,11 +29,13 @@
 #include <sys/wait.h>
 
 #define FORKS 300
+#define MIN_FORKS 60
+#define FORK_BUDGET_S 90.0 /* stop forking after this, once MIN_FORKS children ran */
 #define CHURNERS 3
 #define CHURN_SLOTS 128
 #define MAIN_SLOTS 128
 #define CHILD_ALARM_S 60 /* a hang detector only: far above a child's run time even on a loaded machine */
-#define PARENT_ALARM_S 150 /* a fork or a churner that hangs ends the test */
+#define PARENT_ALARM_S 100 /* per fork: a fork or a churner that hangs ends the test */
 
 /* Slots hold self-describing objects (malloc_test.h) or NULL. A churner
  * empties a slot before freeing its block and fills it only after writing
@@ -146,6 +155,7 @@ TEST(fork_while_threads_allocate)
 	double t0 = now_seconds();
 	alarm(PARENT_ALARM_S);
 	uint64_t rng = 77;
+	int forks = 0;
 	for (int i = 0; i < MAIN_SLOTS; i++)
 		main_slot[i] = object_new(&rng);
 	pthread_t th[CHURNERS];
@@ -156,6 +166,10 @@ TEST(fork_while_threads_allocate)
 
 	int ok = 0, bad_exit = 0, killed = 0, fork_failed = 0, main_damaged = 0;
 	for (int f = 0; f < FORKS; f++) {
+		if (f >= MIN_FORKS && now_seconds() - t0 > FORK_BUDGET_S)
+			break; /* a slow machine: enough forks ran */
+		alarm(PARENT_ALARM_S); /* re-armed per fork: a hang detector, not a time limit */
+		forks++;
 		/* the main thread allocates between forks too */
 		int k = (int)(test_rand(&rng) % MAIN_SLOTS);
 		if (main_slot[k] && !object_check(main_slot[k]))
@@ -198,6 +212,7 @@ TEST(fork_while_threads_allocate)
 			break; /* enough evidence; do not wait out more hangs */
 	}
 	atomic_store(&stop, true);
+	alarm(PARENT_ALARM_S);
 	for (int c = 0; c < CHURNERS; c++)
 		pthread_join(th[c], NULL);
 	alarm(0);
@@ -214,12 +229,13 @@ TEST(fork_while_threads_allocate)
 		damaged += main_slot[i] && !object_check(main_slot[i]);
 		p_free(main_slot[i]);
 	}
-	printf("fork: %d forks, %d children ok, %ld churn ops in %.1f s\n", FORKS, ok,
-	       atomic_load(&churn_ops), now_seconds() - t0);
+	printf("fork: %d of %d forks, %d children ok, %ld churn ops in %.1f s\n", forks, FORKS,
+	       ok, atomic_load(&churn_ops), now_seconds() - t0);
 	CHECK_EQ(fork_failed, 0);
 	CHECK_EQ(bad_exit, 0); /* every child exited 0 */
 	CHECK_EQ(killed, 0);   /* no child crashed or hung */
-	CHECK_EQ(ok, FORKS);
+	CHECK(forks >= MIN_FORKS);
+	CHECK_EQ(ok, forks);
 	CHECK_EQ(atomic_load(&churn_errors), 0);
 	CHECK_EQ(damaged, 0);
 	CHECK_EQ(main_damaged, 0);
