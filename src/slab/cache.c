@@ -589,10 +589,12 @@ size_t pc_cache_destroy(struct pc_cache *s)
 	return 0;
 }
 
-/* Free slots of one slab: not in use (its own freelist). */
-static long slab_free_slots(struct pc_page *slab)
+/* Free slots of one slab: not in use (its own freelist, and its fresh
+ * objects, which it adds to info->fresh_objects). */
+static long slab_free_slots(struct pc_page *slab, struct pc_cache_info *info)
 {
 	uint64_t w = pc_load_relaxed(&slab_word(slab)->word);
+	info->fresh_objects += PC_SLAB_FRESH(w);
 	return (long)PC_SLAB_OBJECTS(w) - (long)PC_SLAB_INUSE(w);
 }
 
@@ -606,11 +608,11 @@ static long cpu_free_objects(struct pc_cache *s, struct pc_cache_cpu *c,
 	struct pc_page *slab = pc_load_relaxed(&c->slab);
 	if (slab) {
 		info->cpu_slabs++;
-		n += slab_cpu_freelist_count(s, c) + slab_free_slots(slab);
+		n += slab_cpu_freelist_count(s, c) + slab_free_slots(slab, info);
 	}
 	for (struct pc_page *p = c->partial; p; p = (struct pc_page *)(void *)p->list.next) {
 		info->cpu_partial_slabs++;
-		n += slab_free_slots(p);
+		n += slab_free_slots(p, info);
 	}
 	pc_spin_unlock(&c->lock);
 	return n;
@@ -635,10 +637,8 @@ void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info)
 		struct pc_cache_node *n = s->node[i];
 		pc_lock_acquire(&n->list_lock);
 		struct pc_list *it;
-		pc_list_for_each(it, &n->partial) {
-			uint64_t w = pc_load_relaxed(&slab_word(pc_list_entry(it, struct pc_page, list))->word);
-			free_on_partial += (long)(PC_SLAB_OBJECTS(w) - PC_SLAB_INUSE(w));
-		}
+		pc_list_for_each(it, &n->partial)
+			free_on_partial += slab_free_slots(pc_list_entry(it, struct pc_page, list), info);
 		info->partial_slabs += (long)pc_load_relaxed(&n->nr_partial);
 		pc_lock_release(&n->list_lock);
 		pc_lock_stats_merge(&info->list_lock, n->lock_stats);

@@ -1,6 +1,7 @@
 /*
  * slab/check.c - the invariant walker of a cache: every object is in exactly
- * one place (allocated, a CPU freelist, or its slab's freelist), every slab's
+ * one place (allocated, a CPU freelist, its slab's freelist, or fresh: the
+ * slab's last `fresh` objects, never handed out), every slab's
  * counters and frozen/listed state agree with where the slab is, and the node
  * counts add up. Slow; only while no other thread uses the cache.
  *
@@ -31,7 +32,8 @@ struct walk {
 	long slabs, objects, allocated;
 };
 
-/* Mark every object of a freelist chain; -1 if one is foreign or twice. */
+/* Mark every object of a freelist chain; -1 if one is foreign or twice
+ * (a fresh object, marked before, is then "twice": fresh and free). */
 static long walk_chain(struct walk *w, struct pc_page *slab, void *head)
 {
 	char *base = pc_page_address(slab);
@@ -96,33 +98,37 @@ static long check_slab(struct walk *w, struct pc_page *slab)
 
 	if (check_pages(s, slab, objects) < 0)
 		return -1;
+	unsigned fresh = PC_SLAB_FRESH(cnt);
+	if (fresh > objects)
+		FAIL("cache %s: slab has %u fresh objects of %u", s->name, fresh, objects);
 	for (unsigned i = 0; i < objects; i++)
-		w->seen[i] = 0;
+		w->seen[i] = i >= objects - fresh; /* fresh: on no chain */
 	long on_slab = walk_chain(w, slab, fl);
 	long on_cpu = role == 1 ? walk_chain(w, slab, pc_load_relaxed(&c->fl.ptr)) : 0;
 	if (on_slab < 0 || on_cpu < 0)
 		return -1;
-	if (PC_SLAB_INUSE(cnt) != objects - on_slab)
-		FAIL("cache %s: slab inuse %u but %ld of %u objects free", s->name,
-		     PC_SLAB_INUSE(cnt), on_slab, objects);
+	if (PC_SLAB_INUSE(cnt) != objects - on_slab - fresh)
+		FAIL("cache %s: slab inuse %u but %ld of %u objects free, %u fresh", s->name,
+		     PC_SLAB_INUSE(cnt), on_slab, objects, fresh);
 	if (PC_SLAB_FROZEN(cnt) != (role != 0))
 		FAIL("cache %s: slab frozen=%u but CPU role %d", s->name, PC_SLAB_FROZEN(cnt), role);
 	bool listed = slab->flags & PC_SLAB_ON_PARTIAL;
 	if (role && listed)
 		FAIL("cache %s: a CPU's slab is on a node partial list", s->name);
-	if (!role && !listed && (fl || PC_SLAB_INUSE(cnt) != objects))
+	if (!role && !listed && (fl || fresh || PC_SLAB_INUSE(cnt) != objects))
 		FAIL("cache %s: unlisted unfrozen slab is not full", s->name);
-	if (listed && !fl)
+	if (listed && !fl && !fresh)
 		FAIL("cache %s: node partial slab has no free object", s->name);
 	w->slabs++;
 	w->objects += objects;
-	w->allocated += (long)objects - on_slab - on_cpu;
+	w->allocated += (long)objects - on_slab - on_cpu - fresh;
 	return 0;
 }
 
 /*
  * Node n's partial list: every slab on it is flagged so, of this cache and
- * node, unfrozen and with a free object, and nr_partial counts them. Holds
+ * node, unfrozen and with a free object (on its freelist or fresh), and
+ * nr_partial counts them. Holds
  * whenever n's list_lock is held (taking a slab off the list, freezing it
  * and allocating from it all need that lock; a remote free only adds free
  * objects), so it may run while other threads use the cache.
@@ -135,8 +141,8 @@ static long check_node_locked(struct pc_cache *s, struct pc_cache_node *n)
 		struct pc_page *slab = pc_list_entry(it, struct pc_page, list);
 		if (!(slab->flags & PC_SLAB_ON_PARTIAL) || slab->owner != s || slab_node(s, slab) != n)
 			FAIL("cache %s: a node lists a slab that is not its partial slab", s->name);
-		if (PC_SLAB_FROZEN(pc_load_relaxed(&slab_word(slab)->word)) ||
-		    !pc_load_relaxed(&slab_word(slab)->ptr))
+		uint64_t cnt = pc_load_relaxed(&slab_word(slab)->word);
+		if (PC_SLAB_FROZEN(cnt) || (!pc_load_relaxed(&slab_word(slab)->ptr) && !PC_SLAB_FRESH(cnt)))
 			FAIL("cache %s: a node partial slab is frozen or has no free object", s->name);
 		count++;
 	}

@@ -12,13 +12,19 @@
  *   alloc  the first slab of the node partial list (the local node first,
  *          then the others, then a new slab); its freelist's head is checked
  *          (poison intact, red zone inactive, free pointer a slot of the
- *          slab), taken, its red zone marked active, its track written;
+ *          slab) and taken, or, when the freelist is empty, its next fresh
+ *          object (slab.h, the counters word: never handed out, so never
+ *          written) is taken and made free first (poison, inactive red
+ *          zone, tracks cleared: what a new slab's objects got when slabs
+ *          were written whole); then its red zone is marked active, its
+ *          track written;
  *   free   the object is not first or second on its slab's freelist and
  *          the slab has objects in use (always: the default double-free
  *          check, which the sheaves would otherwise have made), the
  *          pointer is a slot of the slab (F), the object is not on the
  *          slab's freelist, the walk of which also checks the freelist and
- *          the counters (F), its red zone is intact (Z); then its track,
+ *          the counters (F), it is not fresh (always: a fresh object was
+ *          never handed out), its red zone is intact (Z); then its track,
  *          poison, inactive red zone, and the push; a slab that becomes
  *          empty goes back to the page allocator beyond min_partial; the
  *          slab goes first on its node's list, so the object freed last
@@ -138,16 +144,16 @@ static void debug_mark_free(const struct pc_cache *s, uint8_t *obj)
 		memset(obj + s->object_size, DEBUG_RED_INACTIVE, s->inuse - s->object_size);
 }
 
-void slab_debug_init_slab(struct pc_cache *s, struct pc_page *slab)
+/* A fresh object, about to be handed out for the first time, made free as
+ * every free object is (its constructor run first, as slab_alloc.c's
+ * fresh_hand_out does). */
+static void debug_init_fresh(struct pc_cache *s, uint8_t *obj)
 {
-	char *base = pc_page_address(slab);
-	unsigned objects = PC_SLAB_OBJECTS(pc_load_relaxed(&slab_word(slab)->word));
-	for (unsigned i = 0; i < objects; i++) {
-		uint8_t *obj = (uint8_t *)base + (size_t)i * s->size;
-		debug_mark_free(s, obj);
-		if (s->debug & PC_SLUB_DEBUG_U)
-			memset(slab_debug_track(s, obj, PC_TRACK_ALLOC), 0, 2 * sizeof(struct pc_slab_track));
-	}
+	if (s->ctor)
+		s->ctor(obj);
+	debug_mark_free(s, obj);
+	if (s->debug & PC_SLUB_DEBUG_U)
+		memset(slab_debug_track(s, obj, PC_TRACK_ALLOC), 0, 2 * sizeof(struct pc_slab_track));
 }
 
 /* The checks of a free object before it is handed out (under list_lock). */
@@ -163,7 +169,9 @@ static void debug_check_free_object(const struct pc_cache *s, struct pc_page *sl
 		debug_check_bytes(s, slab, obj, "Right Redzone overwritten", obj + s->object_size,
 				  s->inuse - s->object_size, DEBUG_RED_INACTIVE);
 	void *next = slab_next(s, obj);
-	if ((s->debug & PC_SLUB_DEBUG_F) && next && !debug_valid_pointer(s, slab, next))
+	uint64_t cnt = pc_load_relaxed(&slab_word(slab)->word);
+	if ((s->debug & PC_SLUB_DEBUG_F) && next &&
+	    (!debug_valid_pointer(s, slab, next) || slab_is_fresh(slab, cnt, next)))
 		slab_debug_bug(s, slab, obj, "Freepointer corrupt", NULL, NULL, 0);
 }
 
@@ -179,7 +187,27 @@ static void debug_set_track(const struct pc_cache *s, void *obj, int which, uint
 	t->tid = os_thread_id();
 }
 
-/* Take the head of a partial slab's freelist (under list_lock). */
+/* The next fresh object of a partial slab whose freelist is empty, made
+ * free (debug_init_fresh) and taken (under list_lock); *cnt the counters
+ * after. */
+static uint8_t *debug_take_fresh(struct pc_cache *s, struct pc_page *slab, uint64_t *cnt)
+{
+	struct pc_dword *w = slab_word(slab);
+	uint64_t old = *cnt;
+	uint32_t fresh = PC_SLAB_FRESH(old);
+	uint8_t *obj = (uint8_t *)pc_page_address(slab) +
+		       (size_t)(PC_SLAB_OBJECTS(old) - fresh) * s->size;
+	debug_init_fresh(s, obj);
+	*cnt = old - PC_SLAB_FRESH_WORD(1) + 1; /* one fresh object less, one more in use */
+	/* Only list_lock holders change a debug slab's word: cannot fail. */
+	bool ok = pc_dcas(w, NULL, old, NULL, *cnt);
+	pc_assert_internal(ok);
+	(void)ok;
+	return obj;
+}
+
+/* Take the head of a partial slab's freelist, or its next fresh object
+ * when the freelist is empty (under list_lock). */
 static void *debug_take(struct pc_cache *s, struct pc_cache_node *n, struct pc_page *slab,
 			uintptr_t caller)
 {
@@ -187,17 +215,28 @@ static void *debug_take(struct pc_cache *s, struct pc_cache_node *n, struct pc_p
 	struct pc_dword *w = slab_word(slab);
 	uint8_t *obj = pc_load_relaxed(&w->ptr);
 	uint64_t cnt = pc_load_relaxed(&w->word);
-	if ((s->debug & PC_SLUB_DEBUG_F) &&
-	    (!obj || !debug_valid_pointer(s, slab, obj) || PC_SLAB_FROZEN(cnt) ||
-	     PC_SLAB_INUSE(cnt) >= PC_SLAB_OBJECTS(cnt)))
+	/* A partial slab: a free object on its freelist (a slot that is not
+	 * fresh, and the counts leave room for it) or, the freelist empty,
+	 * fresh ones (every other object in use). */
+	uint32_t held = PC_SLAB_INUSE(cnt) + PC_SLAB_FRESH(cnt), objects = PC_SLAB_OBJECTS(cnt);
+	bool bad = obj ? !debug_valid_pointer(s, slab, obj) || slab_is_fresh(slab, cnt, obj) ||
+			 held >= objects
+		       : PC_SLAB_FRESH(cnt) == 0 || held != objects;
+	if ((s->debug & PC_SLUB_DEBUG_F) && (bad || PC_SLAB_FROZEN(cnt)))
 		slab_debug_bug(s, slab, obj, "Freelist or counters corrupt", NULL, NULL, 0);
-	debug_check_free_object(s, slab, obj);
-	void *next = slab_next(s, obj);
-	/* Only list_lock holders change a debug slab's word: cannot fail. */
-	bool ok = pc_dcas(w, obj, cnt, next, cnt + 1);
-	pc_assert_internal(ok);
-	(void)ok;
-	if (!next)
+	void *next = NULL;
+	if (obj) {
+		debug_check_free_object(s, slab, obj);
+		next = slab_next(s, obj);
+		/* Only list_lock holders change a debug slab's word: cannot fail. */
+		bool ok = pc_dcas(w, obj, cnt, next, cnt + 1);
+		pc_assert_internal(ok);
+		(void)ok;
+		cnt += 1;
+	} else {
+		obj = debug_take_fresh(s, slab, &cnt);
+	}
+	if (!next && PC_SLAB_FRESH(cnt) == 0)
 		slab_partial_del(n, slab); /* full: on no list */
 	if (s->debug & PC_SLUB_DEBUG_Z) {
 		memset(obj + s->object_size, DEBUG_RED_ACTIVE, s->inuse - s->object_size);
@@ -220,20 +259,14 @@ static void *debug_alloc_node(struct pc_cache *s, struct pc_cache_node *n, uintp
 	return obj;
 }
 
-/* A new slab, all of its objects free, on its node's partial list, and its
+/* A new slab, all of its objects free (fresh), on its node's partial list, and its
  * first object taken (under the same lock: no other thread can take them
  * all first); NULL if out of memory. */
 static void *debug_grow(struct pc_cache *s, unsigned node, uintptr_t caller)
 {
-	void *chain;
-	struct pc_page *slab = slab_new(s, node, &chain);
+	struct pc_page *slab = slab_new(s, node, false); /* every object fresh */
 	if (!slab)
 		return NULL;
-	struct pc_dword *w = slab_word(slab);
-	uint32_t objects = PC_SLAB_OBJECTS(pc_load_relaxed(&w->word));
-	slab_debug_init_slab(s, slab);
-	pc_store_relaxed(&w->ptr, chain);
-	pc_store_relaxed(&w->word, PC_SLAB_COUNTERS(0, objects, 0));
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_slab_alloc);
 	struct pc_cache_node *n = slab_node(s, slab);
 	pc_lock_acquire(&n->list_lock);
@@ -275,23 +308,26 @@ static void debug_check_free_call(const struct pc_cache *s, struct pc_page *slab
 	for (void *o = pc_load_relaxed(&slab_word(slab)->ptr); o; o = slab_next(s, o), k++) {
 		if (o == obj)
 			slab_debug_bug(s, slab, obj, "Object already free", NULL, NULL, 0);
-		if (k >= objects || !debug_valid_pointer(s, slab, o))
+		if (k >= objects || !debug_valid_pointer(s, slab, o) || slab_is_fresh(slab, cnt, o))
 			slab_debug_bug(s, slab, obj, "Freechain corrupt", NULL, NULL, 0);
 	}
-	if (PC_SLAB_FROZEN(cnt) || PC_SLAB_INUSE(cnt) == 0 || k != objects - PC_SLAB_INUSE(cnt))
+	if (PC_SLAB_FROZEN(cnt) || PC_SLAB_INUSE(cnt) == 0 ||
+	    k != objects - PC_SLAB_INUSE(cnt) - PC_SLAB_FRESH(cnt))
 		slab_debug_bug(s, slab, obj, "Wrong object count", NULL, NULL, 0);
 }
 
 /* Whatever the flags: the double-free check every cache has by default
  * (slab.h, "Double frees"), which a debug cache would otherwise lose with
  * its sheaves: obj is not first or second on its slab's freelist (where the
- * object freed last on this node is: debug_free puts its slab first), and
- * the slab has an object in use (else the counters would wrap). */
+ * object freed last on this node is: debug_free puts its slab first), not
+ * fresh (never handed out: free), and the slab has an object in use (else
+ * the counters would wrap). */
 static void debug_check_free_always(const struct pc_cache *s, struct pc_page *slab, uint8_t *obj)
 {
 	void *head = pc_load_relaxed(&slab_word(slab)->ptr);
-	if (obj == head || (head && slab_next(s, head) == obj) ||
-	    PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab)->word)) == 0)
+	uint64_t cnt = pc_load_relaxed(&slab_word(slab)->word);
+	if (obj == head || (head && slab_next(s, head) == obj) || PC_SLAB_INUSE(cnt) == 0 ||
+	    slab_is_fresh(slab, cnt, obj))
 		slab_debug_bug(s, slab, obj, "Object already free", NULL, NULL, 0);
 }
 
@@ -334,7 +370,7 @@ void slab_debug_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 	bool ok = pc_dcas(w, prior, cnt, obj, cnt - 1);
 	pc_assert_internal(ok);
 	(void)ok;
-	if (!prior)
+	if (!prior && PC_SLAB_FRESH(cnt) == 0)
 		slab_partial_add(n, slab); /* it was full */
 	/* First on the list: the object freed last is the next one handed out
 	 * on this node (LIFO, as the sheaves), so a write after free shows at

@@ -126,9 +126,9 @@ void slab_debug_bug_in(const struct pc_cache *s, struct pc_page *slab, void *p, 
 		debug_print_track(&snap.track[PC_TRACK_ALLOC], PC_TRACK_ALLOC);
 		debug_print_track(&snap.track[PC_TRACK_FREE], PC_TRACK_FREE);
 	}
-	pc_report("INFO: Slab %p objects=%u used=%u fp=%p flags=0x%x", pc_page_address(slab),
-		  PC_SLAB_OBJECTS(snap.counters), PC_SLAB_INUSE(snap.counters), snap.freelist,
-		  snap.flags);
+	pc_report("INFO: Slab %p objects=%u used=%u fresh=%u fp=%p flags=0x%x",
+		  pc_page_address(slab), PC_SLAB_OBJECTS(snap.counters), PC_SLAB_INUSE(snap.counters),
+		  PC_SLAB_FRESH(snap.counters), snap.freelist, snap.flags);
 	if (o && o != p)
 		pc_report("INFO: Pointer %p is %zu bytes into object %p", p, (size_t)((uint8_t *)p - o),
 			  (void *)o);

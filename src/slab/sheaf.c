@@ -91,7 +91,7 @@ unsigned sheaf_default_capacity(size_t size)
  * (at least 2, at most the default): the first refill of a CPU's sheaf
  * takes a whole sheaf's worth of objects from the slabs, so a class with
  * a few dozen objects live held 16 KiB of them, and its slabs, which
- * slab_new writes whole (bench_small: one refill of 128 objects for
+ * slab_new then wrote whole (bench_small: one refill of 128 objects for
  * each of a dozen classes with about 36 live; docs/footprint.md). The
  * capacity then doubles with demand (sheaf_capacity_grow, below), and a
  * sheaf of an older capacity goes back to the slabs when it reaches a barn

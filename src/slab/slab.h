@@ -31,9 +31,15 @@
  *
  * ---- Where a free object is --------------------------------------------
  *   exactly one of: the CPU freelist c->freelist (objects of c->slab only);
- *   the slab's own freelist (page word); allocated to a user. counters.inuse
- *   counts objects not on the slab's own freelist, so for a CPU slab it
- *   includes the objects on the CPU freelist.
+ *   the slab's own freelist (page word); the slab's fresh objects (never
+ *   handed out, counters.fresh: a new slab's are all fresh); allocated to a
+ *   user. counters.inuse counts objects neither on the slab's own freelist
+ *   nor fresh, so for a CPU slab it includes the objects on the CPU
+ *   freelist. Fresh objects are taken (slab_alloc.c, "Fresh objects") only
+ *   where a slab's freelist is taken: by the CPU that has the slab frozen,
+ *   under its c->lock, by the list_lock holder that freezes a node partial
+ *   slab, and by a debug cache's allocation under list_lock; each takes
+ *   them with the same compare-and-swap of the slab word.
  *
  * ---- Sheaves (Linux 6.18's percpu sheaves, in user space) --------------------
  *   In front of the slabs, each CPU (rseq mode) has a main and a spare
@@ -140,7 +146,8 @@
  *   statistics walk) and pc_cache_shrink (c->lock, list_lock) count in
  *   sheaf_depth too.
  *   Constructors: sheaves store pointers only, never touch the objects, so
- *   a cache with a constructor keeps SLUB's semantics (constructed once).
+ *   a cache with a constructor keeps SLUB's semantics (constructed once:
+ *   when the object is first taken from its slab, fresh; slab_alloc.c).
  *
  * ---- Double frees (checked by default; "free(): double free detected") -----
  *   Objects carry no state of their own (a free object's memory is the
@@ -191,7 +198,8 @@
  *     is made under its node's list_lock (so the freelist seen there is
  *     exact and the checks race with nothing); a free object's bytes are
  *     poison (P) and its red zone 0xbb (Z), an allocated one's red zone
- *     0xcc. A report (debug_report.c) copies what it shows under that
+ *     0xcc; a fresh object's (never handed out) are untouched until its
+ *     first allocation makes it free, then allocated. A report (debug_report.c) copies what it shows under that
  *     lock, drops it, prints and aborts.
  *   The debug paths take list_lock alone (no c->lock, no slot lock), and
  *   call the page allocator with no slab lock held.
@@ -303,12 +311,24 @@ struct pc_dword {
 	_Atomic uint64_t word;
 } __attribute__((aligned(16)));
 
-/* counters word of a slab: inuse (bits 0-31), objects (32-55), frozen (56). */
-#define PC_SLAB_INUSE(w)   ((uint32_t)(w))
-#define PC_SLAB_OBJECTS(w) ((uint32_t)((w) >> 32) & 0xffffffu)
-#define PC_SLAB_FROZEN(w)  ((unsigned)((w) >> 56) & 1u)
+/* counters word of a slab: inuse (bits 0-20), objects (21-41), fresh
+ * (42-62), frozen (63). Invariant: inuse + (objects on the slab's own
+ * freelist) + fresh == objects. fresh counts the slab's last objects,
+ * [objects - fresh, objects), which have never been handed out: nothing has
+ * written them (a constructor has not run on them), they are on no list,
+ * and their pages stay untouched until they are (slab_alloc.c, "Fresh
+ * objects"). A slab is full when its freelist is empty and fresh is 0. */
+#define PC_SLAB_FIELD_BITS 21
+#define PC_SLAB_FIELD_MASK ((1u << PC_SLAB_FIELD_BITS) - 1)
+#define PC_SLAB_INUSE(w)   ((uint32_t)(w) & PC_SLAB_FIELD_MASK)
+#define PC_SLAB_OBJECTS(w) ((uint32_t)((w) >> PC_SLAB_FIELD_BITS) & PC_SLAB_FIELD_MASK)
+#define PC_SLAB_FRESH(w)   ((uint32_t)((w) >> (2 * PC_SLAB_FIELD_BITS)) & PC_SLAB_FIELD_MASK)
+#define PC_SLAB_FROZEN(w)  ((unsigned)((w) >> 63) & 1u)
 #define PC_SLAB_COUNTERS(inuse, objects, frozen) \
-	((uint64_t)(inuse) | ((uint64_t)(objects) << 32) | ((uint64_t)(frozen) << 56))
+	((uint64_t)(inuse) | ((uint64_t)(objects) << PC_SLAB_FIELD_BITS) | ((uint64_t)(frozen) << 63))
+#define PC_SLAB_FRESH_WORD(fresh) ((uint64_t)(fresh) << (2 * PC_SLAB_FIELD_BITS))
+_Static_assert((PC_PAGE_SIZE << PC_MAX_ORDER) / sizeof(void *) <= PC_SLAB_FIELD_MASK,
+	       "a slab's object count fits its counters' fields (slots are at least a word)");
 
 #define PC_SLAB_ON_PARTIAL 0x1 /* page->flags: on the node partial list */
 
@@ -557,7 +577,8 @@ extern struct pc_hist pc_sheaf_alloc_slow_ns PC_HIDDEN;
 /* ---- API ------------------------------------------------------------------------ */
 /* Create a cache of objects of `size` bytes aligned to `align` (0 = natural:
  * 8, or 16 for sizes >= 16; else a power of two up to the page size), with an
- * optional constructor run once per object when its slab is made. NULL with
+ * optional constructor run once per object, when it is first taken from its
+ * slab (before its first hand-out; never again on reuse). NULL with
  * errno EINVAL (bad size or alignment) or ENOMEM. */
 struct pc_cache *pc_cache_create(const char *name, size_t size, size_t align,
 				 void (*ctor)(void *));
@@ -607,6 +628,11 @@ struct pc_cache_info {
 	unsigned sheaf_capacity;
 	unsigned barn_limit; /* full sheaves a barn may hold now (the most over nodes) */
 	long sheaf_objects; /* free objects in sheaves and barns (not active), racy */
+	/* fresh objects (never handed out, their memory never written by the
+	 * allocator: slab_alloc.c, "Fresh objects"), free and not active; only
+	 * slabs with a free object have any, so partial and CPU slabs are all
+	 * counted (under their locks, as the free objects). */
+	long fresh_objects;
 	uint64_t stats[PC_SLAB_STAT_COUNT];
 	struct pc_lock_stats list_lock; /* summed over nodes */
 	struct pc_lock_stats barn_lock; /* summed over nodes */
@@ -816,6 +842,13 @@ PC_INLINE bool pc_slab_is_slot(const struct pc_cache *s, struct pc_page *slab, c
 	pc_assert_internal(slab->owner == s);
 	(void)s;
 	return pc_slab_slot_index(slab, p) < slab->slot_objects;
+}
+
+/* Whether p, a slot of slab (its head), is one of its fresh objects (never
+ * handed out, slab.h "the counters word"), given the slab's counters cnt. */
+PC_INLINE bool slab_is_fresh(const struct pc_page *slab, uint64_t cnt, const void *p)
+{
+	return pc_slab_slot_index(slab, p) >= PC_SLAB_OBJECTS(cnt) - PC_SLAB_FRESH(cnt);
 }
 
 /* "sheaf.c": report a double free of obj (an object of s) and abort
@@ -1099,12 +1132,10 @@ PC_INLINE void pc_cache_free_inline(struct pc_cache *s, struct pc_page *slab, vo
 /* ---- layer-private ---------------------------------------------------------------- */
 /* "debug.c": allocation and free of a debug cache ("Debug caches" above),
  * called by the sheaf slow paths before anything else; the layout of a
- * debug slot (from cache creation); a new slab's objects made free (poison,
- * red zones). */
+ * debug slot (from cache creation). */
 void *slab_debug_alloc(struct pc_cache *s);
 void slab_debug_free(struct pc_cache *s, struct pc_page *slab, void *obj);
 void slab_debug_geometry(struct pc_cache *s, size_t align);
-void slab_debug_init_slab(struct pc_cache *s, struct pc_page *slab);
 /* One object's record of who allocated or freed it (U). */
 struct pc_slab_track {
 	uintptr_t addr;   /* the caller outside pcmalloc, 0 if unknown */
@@ -1132,9 +1163,10 @@ PC_COLD __attribute__((noreturn)) void slab_debug_bug_in(const struct pc_cache *
 	const uint8_t *last, int expect, const char *func, struct pc_lock *held);
 void slab_debug_trace(const struct pc_cache *s, struct pc_page *slab, void *obj, bool alloc);
 /* "slab_alloc.c" (more below) */
-/* A new slab of s on node, frozen, every object constructed and chained in
- * address order onto *chain (inuse == objects); NULL if out of memory. */
-struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain);
+/* A new slab of s on node, frozen or not, with only its page descriptors
+ * written: every object fresh, none in use, the freelist empty
+ * (slab_alloc.c, "Fresh objects"); NULL if out of memory. */
+struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen);
 /* "slab_alloc.c" */
 void slab_deactivate(struct pc_cache *s, struct pc_page *slab);
 void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c);

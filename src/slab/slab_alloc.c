@@ -6,6 +6,28 @@
  * Everything here that touches a struct pc_cache_cpu runs under c->lock with
  * the CPU freelist word swapped to an odd tid (see slab.h), so no fast path
  * commits while c->slab changes.
+ *
+ * ---- Fresh objects ----------------------------------------------------------
+ * slab_new writes a new slab's page descriptors but no byte of the slab:
+ * its objects are all fresh (slab.h, the counters word), and the slab's
+ * freelist is empty. Whoever takes a slab's freelist (slab_take: the CPU
+ * that has the slab frozen, under c->lock, or the list_lock holder that
+ * freezes a node partial slab; debug.c's debug_take under list_lock) takes
+ * the freelist if it has objects (they were handed out before: their pages
+ * are touched already), and only when it is empty the next fresh objects,
+ * in address order, as many as it wants, with the same compare-and-swap of
+ * the slab word (fresh -= k, inuse += k). Nobody else takes fresh objects
+ * and nothing adds to them, so the taker knows which they are: the k from
+ * objects - fresh on. Then each is constructed (ctor) and either put
+ * straight into a sheaf's array (slab_alloc_bulk: nothing written) or
+ * chained for the CPU freelist (slab_alloc_slow: a page's worth, at least
+ * FRESH_CHAIN_MIN). So an object, and the page under it, is first written
+ * when it is handed out: a program that uses a few objects of a slab
+ * touches the pages under those only (docs/footprint.md, "Fresh objects").
+ * A slab may leave its CPU with fresh objects left (deactivation): it is
+ * then "not full" (listed on its node) exactly as if they were on its
+ * freelist, and an empty one goes back to the page allocator with its
+ * fresh pages never touched.
  */
 #include "slab.h"
 
@@ -43,18 +65,61 @@ static void cpu_freelist_publish(struct pc_cache_cpu *c, uint64_t tid, void *fl)
 	(void)ok;
 }
 
-/* Take a frozen slab's whole freelist: its objects now count as in use. */
-static void *slab_take_freelist(struct pc_cache *s, struct pc_page *slab, bool freeze)
+/* A chain of fresh objects for the CPU freelist (slab_alloc_slow): a
+ * page's worth, at least this many. */
+#define FRESH_CHAIN_MIN 4
+
+/* The k fresh objects of slab from index `first` on, just taken: each
+ * constructed, then put into out[0..k), or, with out NULL, chained in
+ * address order (the head returned). */
+static void *fresh_hand_out(struct pc_cache *s, struct pc_page *slab, uint32_t first, uint32_t k,
+			    void **out)
+{
+	char *obj = (char *)pc_page_address(slab) + (size_t)first * s->size;
+	void *head = obj;
+	for (uint32_t i = 0; i < k; i++, obj += s->size) {
+		if (s->ctor)
+			s->ctor(obj);
+		if (out)
+			out[i] = obj;
+		else
+			slab_set_next(s, obj, i + 1 < k ? obj + s->size : NULL);
+	}
+	return out ? NULL : head;
+}
+
+/*
+ * Take free objects of a slab the caller may take them from ("Fresh
+ * objects" above; a frozen slab, or with freeze, a node partial slab under
+ * list_lock, which this freezes): its whole freelist when it has one
+ * (returned; *n set to 0), else up to *n fresh objects (*n set to how many:
+ * into out[], or chained and returned when out is NULL). The taken objects
+ * count as in use. Returns NULL with *n == 0 when the slab is full.
+ */
+static void *slab_take(struct pc_cache *s, struct pc_page *slab, bool freeze, void **out,
+		       unsigned *n)
 {
 	struct pc_dword *w = slab_word(slab);
 	for (;;) {
 		void *fl = pc_load_relaxed(&w->ptr);
 		uint64_t cnt = pc_load_relaxed(&w->word);
-		uint32_t objects = PC_SLAB_OBJECTS(cnt);
+		uint32_t objects = PC_SLAB_OBJECTS(cnt), fresh = PC_SLAB_FRESH(cnt);
 		pc_assert_internal(freeze || PC_SLAB_FROZEN(cnt));
-		if (pc_dcas(w, fl, cnt, NULL, PC_SLAB_COUNTERS(objects, objects, 1)))
-			return fl;
+		uint32_t k = fl ? 0 : PC_MIN(fresh, (uint32_t)*n);
+		/* Every object not fresh nor left fresh is in use now. */
+		uint64_t taken = PC_SLAB_COUNTERS(objects - (fresh - k), objects, 1) |
+				 PC_SLAB_FRESH_WORD(fresh - k);
+		if (!pc_dcas(w, fl, cnt, NULL, taken))
+			continue; /* a remote free came: it is on the freelist now */
+		*n = k;
+		return k ? fresh_hand_out(s, slab, objects - fresh, k, out) : fl;
 	}
+}
+
+/* How many fresh objects slab_alloc_slow chains for the CPU freelist. */
+static unsigned fresh_chain_length(const struct pc_cache *s)
+{
+	return (unsigned)PC_MAX((size_t)FRESH_CHAIN_MIN, PC_PAGE_SIZE / s->size);
 }
 
 /* Freeze a node partial slab (it keeps its freelist). Under list_lock. */
@@ -79,22 +144,28 @@ void slab_partial_del(struct pc_cache_node *n, struct pc_page *slab)
 
 /*
  * Take slabs from node n's partial list: the first becomes the CPU slab (its
- * freelist returned), more go frozen onto the CPU partial list until it holds
- * half of cpu_partial, as SLUB does. NULL if the list is empty.
+ * freelist returned, or fresh objects: slab_take with out and *n), more go
+ * frozen onto the CPU partial list until it holds half of cpu_partial, as
+ * SLUB does. Returns false (nothing taken) if the list is empty.
  */
-static void *get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct pc_cache_node *n)
+static bool get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct pc_cache_node *n,
+			     void **fl, void **out, unsigned *k)
 {
-	void *fl = NULL;
+	bool got = false;
 	unsigned want = slab_cpu_partial(s) / 2;
 	if (pc_load_relaxed(&n->nr_partial) == 0) /* racy peek saves a lock round trip */
-		return NULL;
+		return false;
 	pc_lock_acquire(&n->list_lock);
 	while (!pc_list_empty(&n->partial)) {
 		struct pc_page *slab = pc_list_first(&n->partial, struct pc_page, list);
 		slab_partial_del(n, slab);
-		if (!fl) {
-			fl = slab_take_freelist(s, slab, true);
+		if (!got) {
+			/* A node partial slab has a free object (on its freelist
+			 * or fresh): this takes some. */
+			*fl = slab_take(s, slab, true, out, k);
+			pc_assert_internal(*fl || *k);
 			pc_store_relaxed(&c->slab, slab);
+			got = true;
 		} else {
 			slab_freeze(slab);
 			slab->list.next = (struct pc_list *)(void *)c->partial;
@@ -105,23 +176,29 @@ static void *get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct
 			break;
 	}
 	pc_lock_release(&n->list_lock);
-	return fl;
+	return got;
 }
 
 /* The node's own list first, then the other nodes'. */
-static void *get_partial(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
+static bool get_partial(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node, void **fl,
+			void **out, unsigned *k)
 {
-	void *fl = get_partial_node(s, c, s->node[node]);
-	for (unsigned i = 0; !fl && i < pc_node_count(); i++)
-		if (i != node)
-			fl = get_partial_node(s, c, s->node[i]);
-	return fl;
+	unsigned want = *k;
+	if (get_partial_node(s, c, s->node[node], fl, out, k))
+		return true;
+	for (unsigned i = 0; i < pc_node_count(); i++) {
+		*k = want;
+		if (i != node && get_partial_node(s, c, s->node[i], fl, out, k))
+			return true;
+	}
+	*k = 0;
+	return false;
 }
 
-/* Allocate and format a slab: every object constructed and chained in
- * address order. The slab starts frozen with all its objects handed to the
- * caller's chain (inuse == objects, empty slab freelist). */
-struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain)
+/* Allocate a slab and write its page descriptors, not its memory: every
+ * object fresh ("Fresh objects" above), the freelist empty, inuse 0; frozen
+ * (for the caller's CPU) or not. */
+struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen)
 {
 	uint64_t oo = pc_load_relaxed(&s->oo);
 	unsigned order = (unsigned)(oo >> 32), objects = (unsigned)oo;
@@ -144,19 +221,13 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, void **chain)
 	slab->flags = 0;
 	pc_pg_set_order(slab, order);
 	pc_pg_set_state(slab, PC_PG_SLAB); /* release: after the fields above */
-	for (unsigned i = 0; i < objects; i++) {
-		char *obj = mem + (size_t)i * s->size;
-		if (s->ctor)
-			s->ctor(obj);
-		slab_set_next(s, obj, i + 1 < objects ? obj + s->size : NULL);
-	}
 	pc_vg_noaccess(mem, PC_PAGE_SIZE << order); /* until objects are handed out */
 	pc_store_relaxed(&slab_word(slab)->ptr, NULL);
-	pc_store_relaxed(&slab_word(slab)->word, PC_SLAB_COUNTERS(objects, objects, 1));
+	pc_store_relaxed(&slab_word(slab)->word,
+			 PC_SLAB_COUNTERS(0, objects, frozen) | PC_SLAB_FRESH_WORD(objects));
 	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()]; /* the counts: this CPU's line */
 	pc_add_relaxed(&c->slabs_made, 1);
 	pc_add_relaxed(&c->objects_made, (long)objects);
-	*chain = mem;
 	return slab;
 }
 
@@ -232,7 +303,7 @@ static enum pc_slab_stat unfreeze(struct pc_cache *s, struct pc_page *slab, stru
 		void *fl = pc_load_relaxed(&w->ptr);
 		uint64_t cnt = pc_load_relaxed(&w->word);
 		uint64_t thawed = cnt & ~PC_SLAB_COUNTERS(0, 0, 1);
-		if (!fl && !locked) {
+		if (!fl && PC_SLAB_FRESH(cnt) == 0 && !locked) {
 			if (pc_dcas(w, fl, cnt, fl, thawed))
 				return PC_SLAB_STAT_deactivate_full;
 			continue;
@@ -286,18 +357,23 @@ void slab_deactivate(struct pc_cache *s, struct pc_page *slab)
 
 /*
  * Find free objects for CPU c, whose freelist is empty: the CPU slab's own
- * freelist (remote frees), the CPU partial list, the node partial lists, a
- * new slab. Sets c->slab. Returns a chain of objects, NULL when out of memory.
+ * freelist (remote frees) or fresh objects, the CPU partial list, the node
+ * partial lists, a new slab. Sets c->slab. Returns a chain of objects, or
+ * puts *n fresh objects into out[] (slab_take: *n is then how many, at least
+ * 1); NULL with *n == 0 when out of memory.
  */
-static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
+static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node, void **out,
+		    unsigned *n)
 {
+	unsigned want = *n;
 	struct pc_page *slab = pc_load_relaxed(&c->slab);
 	void *fl;
 	if (slab) {
-		if ((fl = slab_take_freelist(s, slab, false)) != NULL) {
+		if ((fl = slab_take(s, slab, false, out, n)) != NULL || *n) {
 			slab_stat(c, PC_SLAB_STAT_alloc_refill);
 			return fl;
 		}
+		*n = want;
 		pc_store_relaxed(&c->slab, NULL);
 		slab_deactivate(s, slab);
 	}
@@ -305,22 +381,26 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node)
 		c->partial = (struct pc_page *)(void *)slab->list.next;
 		c->nr_partial--;
 		pc_store_relaxed(&c->slab, slab);
-		fl = slab_take_freelist(s, slab, false);
-		/* A CPU partial slab had free objects when it was frozen, and a
-		 * frozen slab's freelist only grows. */
-		pc_assert_internal(fl != NULL);
+		fl = slab_take(s, slab, false, out, n);
+		/* A CPU partial slab had a free object when it was frozen (on
+		 * its freelist or fresh), and a frozen slab's free objects only
+		 * grow but for its owner's takes. */
+		pc_assert_internal(fl != NULL || *n);
 		slab_stat(c, PC_SLAB_STAT_cpu_partial_alloc);
 		return fl;
 	}
-	if ((fl = get_partial(s, c, node)) != NULL) {
+	if (get_partial(s, c, node, &fl, out, n)) {
 		slab_stat(c, PC_SLAB_STAT_alloc_from_partial);
 		return fl;
 	}
-	if ((slab = slab_new(s, node, &fl)) == NULL)
+	*n = want;
+	if ((slab = slab_new(s, node, true)) == NULL) {
+		*n = 0;
 		return NULL;
+	}
 	slab_stat(c, PC_SLAB_STAT_slab_alloc);
 	pc_store_relaxed(&c->slab, slab);
-	return fl;
+	return slab_take(s, slab, false, out, n);
 }
 
 void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
@@ -329,8 +409,10 @@ void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
 	uint64_t tid, t0 = pc_stats_clock();
 	pc_spin_lock(&c->lock);
 	void *obj = cpu_freelist_grab(c, &tid);
-	if (!obj)
-		obj = refill(s, c, pc_cpu_node((unsigned)(c - s->cpu)));
+	if (!obj) {
+		unsigned n = fresh_chain_length(s);
+		obj = refill(s, c, pc_cpu_node((unsigned)(c - s->cpu)), NULL, &n);
+	}
 	cpu_freelist_publish(c, tid, obj ? slab_next(s, obj) : NULL);
 	slab_stat(c, PC_SLAB_STAT_alloc_slowpath);
 	pc_spin_unlock(&c->lock);
@@ -348,8 +430,17 @@ unsigned slab_alloc_bulk(struct pc_cache *s, void **out, unsigned n)
 	pc_spin_lock(&c->lock);
 	void *fl = cpu_freelist_grab(c, &tid);
 	while (got < n) {
-		if (!fl && (fl = refill(s, c, pc_cpu_node((unsigned)(c - s->cpu)))) == NULL)
-			break; /* out of memory */
+		if (!fl) {
+			/* Fresh objects go straight into out[]: none is written. */
+			unsigned k = n - got;
+			fl = refill(s, c, pc_cpu_node((unsigned)(c - s->cpu)), out + got, &k);
+			got += k;
+			if (!fl) {
+				if (k == 0)
+					break; /* out of memory */
+				continue;
+			}
+		}
 		out[got++] = fl;
 		fl = slab_next(s, fl);
 	}

@@ -10,6 +10,8 @@
  * to the page allocator) or a full slab must be listed because CPU partial
  * lists are off (slub.cpu_partial = 0). It is taken before the
  * compare-and-swap, so the list state we then change matches the counters.
+ * A slab with fresh objects (slab.h, the counters word) is not full, even
+ * with an empty freelist: only one with neither is.
  */
 #include "slab.h"
 
@@ -86,14 +88,17 @@ PC_INLINE void free_chain(struct pc_cache *s, struct pc_page *slab, void *head, 
 	for (;;) {
 		void *prior = pc_load_relaxed(&w->ptr);
 		cnt = pc_load_relaxed(&w->word);
-		/* head already heads the freelist, or fewer objects in use
-		 * than we free: a double free (slab.h, "Double frees"). */
-		if (pc_unlikely(prior == head || PC_SLAB_INUSE(cnt) < k))
+		/* head already heads the freelist, fewer objects in use than
+		 * we free, or head is fresh (never handed out, so free): a
+		 * double free (slab.h, "Double frees"). */
+		if (pc_unlikely(prior == head || PC_SLAB_INUSE(cnt) < k ||
+				slab_is_fresh(slab, cnt, head)))
 			pc_slab_double_free(s, head);
 		inuse = PC_SLAB_INUSE(cnt) - k;
+		bool was_full = !prior && PC_SLAB_FRESH(cnt) == 0;
 		freeze = false;
-		if (!PC_SLAB_FROZEN(cnt) && (inuse == 0 || !prior)) {
-			if (!prior && inuse > 0 && slab_cpu_partial(s) > 0) {
+		if (!PC_SLAB_FROZEN(cnt) && (inuse == 0 || was_full)) {
+			if (was_full && inuse > 0 && slab_cpu_partial(s) > 0) {
 				freeze = true;
 			} else if (!n) {
 				n = slab_node(s, slab);

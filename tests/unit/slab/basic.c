@@ -1,7 +1,8 @@
 /*
  * tests/unit/slab/basic.c - single-threaded white-box tests of the object
  * caches: argument checking, slot geometry and alignment, constructors (run
- * once per object when its slab is made, never on reuse), the slab order
+ * once per object when it is first taken from its slab, never on reuse;
+ * here every slot of six slabs is taken, so once per slot), the slab order
  * calculation, shrink giving pages back to the page allocator, destroy with
  * and without live objects, and the SLUB counters (stats.enable) on the
  * exact paths that should count them.

@@ -9,15 +9,20 @@
  *  - only the caches the option names are debug caches (no sheaves, the
  *    debug layout); the others keep their sheaves and layout;
  *  - the layout keeps the alignment of caches created with one (8..4096);
- *  - a constructor still runs once per object and its state survives free
- *    and allocation (no poison in a cache with a constructor);
+ *  - a constructor still runs once per object (when it is first handed
+ *    out) and its state survives free and allocation (no poison in a cache
+ *    with a constructor);
  *  - death tests, each in a child pinned to its CPU (test_in_child): a
  *    one-byte overflow ("Right Redzone overwritten" at the free), a write
  *    after free ("Poison overwritten" at the next allocation of the object,
  *    which is forced: the cache's only slab and the head of its freelist),
  *    a double free buried under 99 other frees ("Object already free"), a
  *    double free with U alone (the default check kept without F), an
- *    interior pointer ("Invalid object pointer"); each with the SLUB
+ *    interior pointer ("Invalid object pointer"); on a partly built slab
+ *    (fresh objects left: slab_alloc.c), a free pointer aimed at a fresh
+ *    object or into an object ("Freepointer corrupt" at the allocation), a
+ *    buried double free and the free of a fresh object ("Object already
+ *    free"); each with the SLUB
  *    banner, the INFO line of the broken bytes where there are some,
  *    pcmalloc's fatal line and SIGABRT.
  * The tracks (U) are tested in tests/malloc/test_slub_debug.c: naming the
@@ -172,21 +177,38 @@ TEST(constructor_kept)
 	struct pc_cache *s = pc_cache_create("dbg-ctor", 64, 0, ctor_magic);
 	REQUIRE(s != NULL);
 	CHECK_EQ(s->debug, PC_SLUB_DEBUG_DEFAULT & ~PC_SLUB_DEBUG_P); /* no poison with a ctor */
-	void *o[50];
+	void *o[50], *seen[100];
+	int distinct = 0;
 	for (int i = 0; i < 50; i++) {
 		o[i] = pc_cache_alloc(s);
 		REQUIRE(o[i] != NULL);
 		CHECK(memcmp(o[i], "MAGIC!!", 8) == 0);
+		seen[distinct++] = o[i];
 	}
-	int made = pc_load_relaxed(&ctor_calls);
-	CHECK(made >= 50);
+	/* Objects are constructed when first handed out (slab_alloc.c, "Fresh
+	 * objects"), and a debug cache hands them out one by one. */
+	CHECK_EQ(pc_load_relaxed(&ctor_calls), 50);
+	for (int i = 0; i < 50; i++)
+		memcpy((char *)o[i] + 8, "used", 4); /* the user's state after the constructor's */
 	for (int i = 0; i < 50; i++)
 		pc_cache_free(s, o[i]);
 	for (int i = 0; i < 50; i++) {
 		o[i] = pc_cache_alloc(s);
-		CHECK(memcmp(o[i], "MAGIC!!", 8) == 0); /* state kept, not reconstructed */
+		REQUIRE(o[i] != NULL);
+		CHECK(memcmp(o[i], "MAGIC!!", 8) == 0);
+		bool again = false;
+		for (int k = 0; k < 50; k++)
+			again |= seen[k] == o[i];
+		/* state kept, not reconstructed; a new object was constructed */
+		CHECK(again ? memcmp((char *)o[i] + 8, "used", 4) == 0 : true);
+		if (!again)
+			seen[distinct++] = o[i];
 	}
-	CHECK_EQ(pc_load_relaxed(&ctor_calls), made);
+	/* Once per object ever handed out: none constructed twice. */
+	CHECK_EQ(pc_load_relaxed(&ctor_calls), distinct);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	CHECK_EQ(pc_load_relaxed(&ctor_calls), info.total_objects - info.fresh_objects);
 	for (int i = 0; i < 50; i++)
 		pc_cache_free(s, o[i]);
 }
@@ -258,6 +280,65 @@ static void underflow_into_previous(void *arg)
 	pc_cache_free(s, a);
 }
 
+/* A debug cache's new slab after two allocations: partly built (slab.h,
+ * the counters word: the rest of its objects fresh). Returns a, b and the
+ * slab's last object, which is fresh. */
+static char *partly_built(const char *name, char **a, char **b)
+{
+	struct pc_cache *s = make(name, 40);
+	*a = pc_cache_alloc(s);
+	*b = pc_cache_alloc(s);
+	REQUIRE(*a && *b);
+	struct pc_page *slab = pc_slab_of(*a);
+	uint64_t cnt = pc_load_relaxed(&slab_word(slab)->word);
+	REQUIRE(PC_SLAB_FRESH(cnt) == PC_SLAB_OBJECTS(cnt) - 2 && PC_SLAB_FRESH(cnt) > 0);
+	char *last = (char *)pc_page_address(slab) + (PC_SLAB_OBJECTS(cnt) - 1) * s->size;
+	REQUIRE(slab_is_fresh(slab, cnt, last));
+	return last;
+}
+
+/* a freed, its free pointer (outside the object: offset) aimed at a fresh
+ * object (arg NULL) or at a byte inside b; its next allocation checks it. */
+static void free_pointer_corrupt(void *arg)
+{
+	test_pin_here();
+	char *a, *b, *fresh = partly_built("dbg-fp", &a, &b);
+	struct pc_cache *s = pc_slab_cache_of(a);
+	pc_cache_free(s, a);
+	*(void **)(void *)(a + s->offset) = arg ? b + 3 : fresh;
+	pc_cache_alloc(s);
+}
+
+/* a freed twice (arg NULL: a and b freed between), or a fresh object freed
+ * (one never handed out: free already), on a partly built slab. */
+static void partly_built_double_free(void *arg)
+{
+	test_pin_here();
+	char *a, *b, *fresh = partly_built("dbg-pdouble", &a, &b);
+	struct pc_cache *s = pc_slab_cache_of(a);
+	if (arg) {
+		pc_cache_free(s, fresh);
+		return;
+	}
+	pc_cache_free(s, a);
+	pc_cache_free(s, b);
+	pc_cache_free(s, a);
+}
+
+TEST(partly_built_slab_checked)
+{
+	int st = test_in_child(free_pointer_corrupt, NULL, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG dbg-fp: Freepointer corrupt"));
+	CHECK(strstr(err, "fresh=") != NULL);
+	st = test_in_child(free_pointer_corrupt, (void *)1, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG dbg-fp: Freepointer corrupt"));
+	st = test_in_child(partly_built_double_free, NULL, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG dbg-pdouble: Object already free"));
+	st = test_in_child(partly_built_double_free, (void *)1, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG dbg-pdouble: Object already free"));
+	CHECK(strstr(err, "double free detected") != NULL);
+}
+
 TEST(overflow_reported)
 {
 	int st = test_in_child(overflow_one_byte, NULL, err, sizeof(err));
@@ -317,5 +398,6 @@ int main(void)
 	RUN(double_free_caught_without_f);
 	RUN(interior_pointer_reported);
 	RUN(z_alone_catches_a_write_into_the_zone);
+	RUN(partly_built_slab_checked);
 	return test_report();
 }
