@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""tools/hot_text.py - list the functions of libpcmalloc.so that programs
+enter, and write them as the linker script cmake/hot-text.ld.
+
+Why: a read fault on a file mapping maps the whole aligned 64 KiB around it
+(the kernel's fault-around), so every 64 KiB window of the library's text
+that a program enters once is resident whole. Linking the functions that
+ordinary programs enter first (start-up, malloc/free/calloc/realloc and
+their slow paths) keeps the windows of the rest (statistics reports, debug
+checks, huge blocks, control) out of a small program's RSS
+(docs/footprint.md, "The library's text in two tiers").
+
+How: an uprobe on the first instruction of every function of the library
+(tracefs, needs root), each workload run once with the library preloaded,
+the probes that fired collected. The functions are written in the order
+the workloads first enter them (the empty program's first; those a
+workload adds in address order), so that the code every program needs
+comes first and the rarer functions after it.
+
+    sudo python3 tools/hot_text.py --build build [--out cmake/hot-text.ld]
+
+A stale list only costs pages, never correctness: a name the linker does
+not find is skipped (tests/test-hot-text.sh reports such names).
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+TRACEFS = "/sys/kernel/tracing"
+GROUP = "pchot"
+
+
+def functions(lib):
+    """(address, names) of every function with code; aliases (malloc and
+    __libc_malloc) share an address, and the section is named after one."""
+    out = subprocess.run(["nm", "-S", "--defined-only", lib], check=True,
+                         capture_output=True, text=True).stdout
+    names = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in "tTwW" and int(f[1], 16) > 0:
+            names.setdefault(int(f[0], 16), []).append(f[3])
+    return sorted(names.items())
+
+
+def section_name(sym):
+    """The input section -ffunction-sections gives a symbol: .text.NAME for
+    NAME and its clones (NAME.part.0, NAME.constprop.0); .cold parts stay out."""
+    return sym.split(".")[0]
+
+
+def probe_hits():
+    """Hits of each of our probes so far (tracefs uprobe_profile)."""
+    hits = {}
+    with open(os.path.join(TRACEFS, "uprobe_profile")) as f:
+        for line in f:
+            w = line.split()
+            if len(w) >= 3 and w[1].startswith("f") and w[1][1:].isdigit():
+                hits[int(w[1][1:])] = int(w[2])
+    return hits
+
+
+def trace_workloads(lib, funcs, workloads):
+    """For each workload, the indices (into funcs) of the functions it
+    entered: an uprobe on every function, counted in uprobe_profile (the
+    trace buffer itself is not read, so a long run loses nothing)."""
+    inst = os.path.join(TRACEFS, "instances", GROUP)
+    events = os.open(os.path.join(TRACEFS, "uprobe_events"), os.O_WRONLY | os.O_APPEND)
+    for i, (addr, _) in enumerate(funcs):  # one probe a write(2)
+        os.write(events, f"p:{GROUP}/f{i} {lib}:0x{addr:x}\n".encode())
+    os.makedirs(inst, exist_ok=True)
+    entered = []
+    try:
+        with open(os.path.join(inst, "buffer_size_kb"), "w") as f:
+            f.write("64")
+        with open(os.path.join(inst, "events", GROUP, "enable"), "w") as f:
+            f.write("1")
+        for argv in workloads:
+            before = probe_hits()
+            env = dict(os.environ, LD_PRELOAD=lib)
+            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
+            after = probe_hits()
+            fired = [i for i, n in after.items() if n > before.get(i, 0)]
+            entered.append(fired)
+            print(f"{' '.join(argv)}: {len(fired)} functions", file=sys.stderr)
+    finally:
+        with open(os.path.join(inst, "events", GROUP, "enable"), "w") as f:
+            f.write("0")
+        os.rmdir(inst)
+        for i in range(len(funcs)):
+            os.write(events, f"-:{GROUP}/f{i}\n".encode())
+        os.close(events)
+    return entered
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--out", default="cmake/hot-text.ld")
+    args = ap.parse_args()
+    lib = os.path.realpath(os.path.join(args.build, "libpcmalloc.so"))
+    bench = os.path.join(args.build, "bench")
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = os.path.join(tmp, "empty")
+        once = os.path.join(tmp, "once")
+        for exe, body in ((empty, "return 0;"),
+                          (once, "void *p = malloc(16); __asm__ volatile(\"\" :: \"r\"(p) : \"memory\");"
+                                 " free(p); return 0;")):
+            src = exe + ".c"
+            with open(src, "w") as f:
+                f.write("#include <stdlib.h>\nint main(void) { " + body + " }\n")
+            subprocess.run(["cc", "-O2", "-o", exe, src], check=True)
+        # Most common first: no allocation, one, the small and larson
+        # benchmarks (one and two threads; twice, as some slow paths depend
+        # on where the threads run), ordinary programs, one that forks.
+        small = os.path.join(bench, "bench_small")
+        larson = os.path.join(bench, "bench_larson")
+        workloads = [[empty], [once]] + 2 * [[small, "--threads", "1"], [small, "--threads", "2"],
+                                             [larson, "--threads", "2", "--steps", "200000"]]
+        workloads += [["ls", "-la", "/usr/lib"],
+                      [sys.executable, "-c", "import json; print(json.dumps(list(range(1000))))"],
+                      [sys.executable, "-c", "import os\nif os.fork() == 0: os._exit(0)\nos.wait()"]]
+        funcs = functions(lib)
+        entered = trace_workloads(lib, funcs, workloads)
+    names, seen = [], set()
+    for fired in entered:
+        for i in sorted(set(fired), key=lambda i: funcs[i][0]):  # address order within a tier
+            for name in map(section_name, funcs[i][1]):
+                if name not in seen:
+                    seen.add(name)
+                    names.append(name)
+    with open(args.out, "w") as out:
+        out.write("/* cmake/hot-text.ld - the functions of libpcmalloc.so that programs enter,\n"
+                  " * linked first, in the order tools/hot_text.py found them (the\n"
+                  " * start-up and the paths an empty program, malloc(16), bench_small,\n"
+                  " * bench_larson, ls, python3 and a fork enter). Generated; rerun the tool after\n"
+                  " * large changes (docs/footprint.md, \"The library's text in two tiers\").\n"
+                  " * A name the linker does not find is skipped: a stale list costs pages,\n"
+                  " * never correctness. */\n")
+        out.write("SECTIONS\n{\n  .text.pc_hot : {\n")
+        # Constructors and destructors (GCC's .text.startup and .text.exit);
+        # atexit and pthread_atfork, libc's static stubs, called at start-up;
+        # _fini, run at exit; the rseq abort handlers (rseq_x86_64.h).
+        out.write("    *(.text.startup .text.startup.*)\n")
+        out.write("    *(.text.exit .text.exit.*)\n")
+        out.write("    *crtbegin*.o(.text .text.*)\n")  # frame_dummy, __do_global_dtors_aux
+        out.write("    *libc_nonshared.a:*(.text .text.*)\n")
+        out.write("    KEEP (*(SORT_NONE(.fini)))\n")
+        out.write("    *(__rseq_failure)\n")
+        for n in names:
+            out.write(f"    *(.text.{n} .text.{n}.*)\n")
+        out.write("  }\n}\nINSERT BEFORE .text;\n")
+    print(f"{len(names)} functions -> {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
