@@ -102,7 +102,7 @@ static long check_slab(struct walk *w, struct pc_page *slab)
 	if (fresh > objects)
 		FAIL("cache %s: slab has %u fresh objects of %u", s->name, fresh, objects);
 	for (unsigned i = 0; i < objects; i++)
-		w->seen[i] = i >= objects - fresh; /* fresh: on no chain */
+		w->seen[i] = i >= PC_SLAB_FIRST_FRESH(cnt); /* fresh: on no chain */
 	long on_slab = walk_chain(w, slab, fl);
 	long on_cpu = role == 1 ? walk_chain(w, slab, pc_load_relaxed(&c->fl.ptr)) : 0;
 	if (on_slab < 0 || on_cpu < 0)

@@ -14,10 +14,11 @@
  *          (poison intact, red zone inactive, free pointer a slot of the
  *          slab) and taken, or, when the freelist is empty, its next fresh
  *          object (slab.h, the counters word: never handed out, so never
- *          written) is taken and made free first (poison, inactive red
- *          zone, tracks cleared: what a new slab's objects got when slabs
- *          were written whole); then its red zone is marked active, its
- *          track written;
+ *          written) is taken, and once list_lock is dropped (it is ours
+ *          alone) made free first (constructor, poison, inactive red zone,
+ *          tracks cleared: what a new slab's objects got when slabs were
+ *          written whole, outside the lock too); then its red zone is
+ *          marked active, its track written;
  *   free   the object is not first or second on its slab's freelist and
  *          the slab has objects in use (always: the default double-free
  *          check, which the sheaves would otherwise have made), the
@@ -187,17 +188,15 @@ static void debug_set_track(const struct pc_cache *s, void *obj, int which, uint
 	t->tid = os_thread_id();
 }
 
-/* The next fresh object of a partial slab whose freelist is empty, made
- * free (debug_init_fresh) and taken (under list_lock); *cnt the counters
- * after. */
+/* The next fresh object of a partial slab whose freelist is empty, taken
+ * (under list_lock) but not yet made free (debug_hand_out does that once
+ * the lock is dropped: the object is the caller's alone); *cnt the
+ * counters after. */
 static uint8_t *debug_take_fresh(struct pc_cache *s, struct pc_page *slab, uint64_t *cnt)
 {
 	struct pc_dword *w = slab_word(slab);
 	uint64_t old = *cnt;
-	uint32_t fresh = PC_SLAB_FRESH(old);
-	uint8_t *obj = (uint8_t *)pc_page_address(slab) +
-		       (size_t)(PC_SLAB_OBJECTS(old) - fresh) * s->size;
-	debug_init_fresh(s, obj);
+	uint8_t *obj = (uint8_t *)pc_page_address(slab) + (size_t)PC_SLAB_FIRST_FRESH(old) * s->size;
 	*cnt = old - PC_SLAB_FRESH_WORD(1) + 1; /* one fresh object less, one more in use */
 	/* Only list_lock holders change a debug slab's word: cannot fail. */
 	bool ok = pc_dcas(w, NULL, old, NULL, *cnt);
@@ -206,10 +205,27 @@ static uint8_t *debug_take_fresh(struct pc_cache *s, struct pc_page *slab, uint6
 	return obj;
 }
 
-/* Take the head of a partial slab's freelist, or its next fresh object
- * when the freelist is empty (under list_lock). */
+/* An object just taken, allocated: its red zone active, the requested
+ * size, its track (U), the trace line (T). */
+static void debug_activate(struct pc_cache *s, struct pc_page *slab, uint8_t *obj,
+			   uintptr_t caller)
+{
+	if (s->debug & PC_SLUB_DEBUG_Z) {
+		memset(obj + s->object_size, DEBUG_RED_ACTIVE, s->inuse - s->object_size);
+		*debug_requested(s, obj) = s->object_size;
+	}
+	debug_set_track(s, obj, PC_TRACK_ALLOC, caller);
+	if (s->debug & PC_SLUB_DEBUG_T)
+		slab_debug_trace(s, slab, obj, true);
+}
+
+/* Take the head of a partial slab's freelist (checked and activated under
+ * list_lock), or its next fresh object when the freelist is empty (*fresh
+ * set: the caller hands it out with debug_hand_out after dropping the
+ * lock, so that the constructor and the object's first writes run with no
+ * slab lock held, as they did when slab_new wrote whole slabs). */
 static void *debug_take(struct pc_cache *s, struct pc_cache_node *n, struct pc_page *slab,
-			uintptr_t caller)
+			uintptr_t caller, bool *fresh)
 {
 	pc_lock_assert_held(&n->list_lock);
 	struct pc_dword *w = slab_word(slab);
@@ -225,6 +241,7 @@ static void *debug_take(struct pc_cache *s, struct pc_cache_node *n, struct pc_p
 	if ((s->debug & PC_SLUB_DEBUG_F) && (bad || PC_SLAB_FROZEN(cnt)))
 		slab_debug_bug(s, slab, obj, "Freelist or counters corrupt", NULL, NULL, 0);
 	void *next = NULL;
+	*fresh = !obj;
 	if (obj) {
 		debug_check_free_object(s, slab, obj);
 		next = slab_next(s, obj);
@@ -238,13 +255,20 @@ static void *debug_take(struct pc_cache *s, struct pc_cache_node *n, struct pc_p
 	}
 	if (!next && PC_SLAB_FRESH(cnt) == 0)
 		slab_partial_del(n, slab); /* full: on no list */
-	if (s->debug & PC_SLUB_DEBUG_Z) {
-		memset(obj + s->object_size, DEBUG_RED_ACTIVE, s->inuse - s->object_size);
-		*debug_requested(s, obj) = s->object_size;
+	if (!*fresh)
+		debug_activate(s, slab, obj, caller);
+	return obj;
+}
+
+/* After debug_take, with no lock held: a fresh object made free, then
+ * allocated. */
+static void *debug_hand_out(struct pc_cache *s, struct pc_page *slab, uint8_t *obj, bool fresh,
+			    uintptr_t caller)
+{
+	if (obj && fresh) {
+		debug_init_fresh(s, obj);
+		debug_activate(s, slab, obj, caller);
 	}
-	debug_set_track(s, obj, PC_TRACK_ALLOC, caller);
-	if (s->debug & PC_SLUB_DEBUG_T)
-		slab_debug_trace(s, slab, obj, true);
 	return obj;
 }
 
@@ -252,11 +276,15 @@ static void *debug_take(struct pc_cache *s, struct pc_cache_node *n, struct pc_p
 static void *debug_alloc_node(struct pc_cache *s, struct pc_cache_node *n, uintptr_t caller)
 {
 	void *obj = NULL;
+	struct pc_page *slab = NULL;
+	bool fresh = false;
 	pc_lock_acquire(&n->list_lock);
-	if (!pc_list_empty(&n->partial))
-		obj = debug_take(s, n, pc_list_first(&n->partial, struct pc_page, list), caller);
+	if (!pc_list_empty(&n->partial)) {
+		slab = pc_list_first(&n->partial, struct pc_page, list);
+		obj = debug_take(s, n, slab, caller, &fresh);
+	}
 	pc_lock_release(&n->list_lock);
-	return obj;
+	return debug_hand_out(s, slab, obj, fresh, caller);
 }
 
 /* A new slab, all of its objects free (fresh), on its node's partial list, and its
@@ -269,10 +297,12 @@ static void *debug_grow(struct pc_cache *s, unsigned node, uintptr_t caller)
 		return NULL;
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_slab_alloc);
 	struct pc_cache_node *n = slab_node(s, slab);
+	bool fresh;
 	pc_lock_acquire(&n->list_lock);
 	slab_partial_add(n, slab);
-	void *obj = debug_take(s, n, slab, caller);
+	void *obj = debug_take(s, n, slab, caller, &fresh);
 	pc_lock_release(&n->list_lock);
+	obj = debug_hand_out(s, slab, obj, fresh, caller);
 	return obj;
 }
 

@@ -199,8 +199,10 @@
  *     exact and the checks race with nothing); a free object's bytes are
  *     poison (P) and its red zone 0xbb (Z), an allocated one's red zone
  *     0xcc; a fresh object's (never handed out) are untouched until its
- *     first allocation makes it free, then allocated. A report (debug_report.c) copies what it shows under that
- *     lock, drops it, prints and aborts.
+ *     first allocation makes it free, then allocated (both with no lock
+ *     held: it is the allocating thread's alone once taken). A report
+ *     (debug_report.c) copies what it shows under that lock, drops it,
+ *     prints and aborts.
  *   The debug paths take list_lock alone (no c->lock, no slot lock), and
  *   call the page allocator with no slab lock held.
  *
@@ -327,6 +329,8 @@ struct pc_dword {
 #define PC_SLAB_COUNTERS(inuse, objects, frozen) \
 	((uint64_t)(inuse) | ((uint64_t)(objects) << PC_SLAB_FIELD_BITS) | ((uint64_t)(frozen) << 63))
 #define PC_SLAB_FRESH_WORD(fresh) ((uint64_t)(fresh) << (2 * PC_SLAB_FIELD_BITS))
+/* The index of the slab's first fresh object (objects if none). */
+#define PC_SLAB_FIRST_FRESH(w) (PC_SLAB_OBJECTS(w) - PC_SLAB_FRESH(w))
 _Static_assert((PC_PAGE_SIZE << PC_MAX_ORDER) / sizeof(void *) <= PC_SLAB_FIELD_MASK,
 	       "a slab's object count fits its counters' fields (slots are at least a word)");
 
@@ -848,7 +852,7 @@ PC_INLINE bool pc_slab_is_slot(const struct pc_cache *s, struct pc_page *slab, c
  * handed out, slab.h "the counters word"), given the slab's counters cnt. */
 PC_INLINE bool slab_is_fresh(const struct pc_page *slab, uint64_t cnt, const void *p)
 {
-	return pc_slab_slot_index(slab, p) >= PC_SLAB_OBJECTS(cnt) - PC_SLAB_FRESH(cnt);
+	return pc_slab_slot_index(slab, p) >= PC_SLAB_FIRST_FRESH(cnt);
 }
 
 /* "sheaf.c": report a double free of obj (an object of s) and abort

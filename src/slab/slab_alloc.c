@@ -10,20 +10,22 @@
  * ---- Fresh objects ----------------------------------------------------------
  * slab_new writes a new slab's page descriptors but no byte of the slab:
  * its objects are all fresh (slab.h, the counters word), and the slab's
- * freelist is empty. Whoever takes a slab's freelist (slab_take: the CPU
- * that has the slab frozen, under c->lock, or the list_lock holder that
+ * freelist is empty. Whoever takes a slab's freelist (slab_take_word: the
+ * CPU that has the slab frozen, under c->lock, or the list_lock holder that
  * freezes a node partial slab; debug.c's debug_take under list_lock) takes
  * the freelist if it has objects (they were handed out before: their pages
  * are touched already), and only when it is empty the next fresh objects,
  * in address order, as many as it wants, with the same compare-and-swap of
  * the slab word (fresh -= k, inuse += k). Nobody else takes fresh objects
  * and nothing adds to them, so the taker knows which they are: the k from
- * objects - fresh on. Then each is constructed (ctor) and either put
+ * objects - fresh on. Then, with no list_lock held (the objects are the
+ * taker's alone: counted in use, in a slab frozen for it), each is
+ * constructed (ctor; as before under c->lock, never list_lock) and either put
  * straight into a sheaf's array (slab_alloc_bulk: nothing written) or
  * chained for the CPU freelist (slab_alloc_slow: a page's worth, at least
  * FRESH_CHAIN_MIN). So an object, and the page under it, is first written
  * when it is handed out: a program that uses a few objects of a slab
- * touches the pages under those only (docs/footprint.md, "Fresh objects").
+ * touches the pages under those only (docs/footprint.md, "Third round").
  * A slab may leave its CPU with fresh objects left (deactivation): it is
  * then "not full" (listed on its node) exactly as if they were on its
  * freelist, and an empty one goes back to the page allocator with its
@@ -91,13 +93,15 @@ static void *fresh_hand_out(struct pc_cache *s, struct pc_page *slab, uint32_t f
 /*
  * Take free objects of a slab the caller may take them from ("Fresh
  * objects" above; a frozen slab, or with freeze, a node partial slab under
- * list_lock, which this freezes): its whole freelist when it has one
- * (returned; *n set to 0), else up to *n fresh objects (*n set to how many:
- * into out[], or chained and returned when out is NULL). The taken objects
- * count as in use. Returns NULL with *n == 0 when the slab is full.
+ * list_lock, which this freezes), in the slab word alone: its whole
+ * freelist when it has one (returned; *n set to 0), else up to *n fresh
+ * objects (*n set to how many, *first to the index of the first), which
+ * are the caller's from then on but not yet handed out (fresh_hand_out:
+ * the constructor, the first writes, possibly page faults; a caller that
+ * holds list_lock does that after dropping it). The taken objects count as
+ * in use. Returns NULL with *n == 0 when the slab is full.
  */
-static void *slab_take(struct pc_cache *s, struct pc_page *slab, bool freeze, void **out,
-		       unsigned *n)
+static void *slab_take_word(struct pc_page *slab, bool freeze, unsigned *n, uint32_t *first)
 {
 	struct pc_dword *w = slab_word(slab);
 	for (;;) {
@@ -112,8 +116,19 @@ static void *slab_take(struct pc_cache *s, struct pc_page *slab, bool freeze, vo
 		if (!pc_dcas(w, fl, cnt, NULL, taken))
 			continue; /* a remote free came: it is on the freelist now */
 		*n = k;
-		return k ? fresh_hand_out(s, slab, objects - fresh, k, out) : fl;
+		*first = PC_SLAB_FIRST_FRESH(cnt);
+		return fl;
 	}
+}
+
+/* slab_take_word, then the fresh objects handed out: into out[], or
+ * chained and returned when out is NULL. For callers that hold no
+ * list_lock (c->lock only). */
+static void *slab_take(struct pc_cache *s, struct pc_page *slab, void **out, unsigned *n)
+{
+	uint32_t first;
+	void *fl = slab_take_word(slab, false, n, &first);
+	return *n ? fresh_hand_out(s, slab, first, *n, out) : fl;
 }
 
 /* How many fresh objects slab_alloc_slow chains for the CPU freelist. */
@@ -144,14 +159,16 @@ void slab_partial_del(struct pc_cache_node *n, struct pc_page *slab)
 
 /*
  * Take slabs from node n's partial list: the first becomes the CPU slab (its
- * freelist returned, or fresh objects: slab_take with out and *n), more go
+ * freelist returned, or fresh objects, handed out once list_lock is
+ * dropped: as slab_take with out and *k), more go
  * frozen onto the CPU partial list until it holds half of cpu_partial, as
  * SLUB does. Returns false (nothing taken) if the list is empty.
  */
 static bool get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct pc_cache_node *n,
 			     void **fl, void **out, unsigned *k)
 {
-	bool got = false;
+	struct pc_page *got = NULL;
+	uint32_t first = 0;
 	unsigned want = slab_cpu_partial(s) / 2;
 	if (pc_load_relaxed(&n->nr_partial) == 0) /* racy peek saves a lock round trip */
 		return false;
@@ -162,10 +179,10 @@ static bool get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct 
 		if (!got) {
 			/* A node partial slab has a free object (on its freelist
 			 * or fresh): this takes some. */
-			*fl = slab_take(s, slab, true, out, k);
+			*fl = slab_take_word(slab, true, k, &first);
 			pc_assert_internal(*fl || *k);
 			pc_store_relaxed(&c->slab, slab);
-			got = true;
+			got = slab;
 		} else {
 			slab_freeze(slab);
 			slab->list.next = (struct pc_list *)(void *)c->partial;
@@ -176,7 +193,11 @@ static bool get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct 
 			break;
 	}
 	pc_lock_release(&n->list_lock);
-	return got;
+	/* Constructors and first writes with no list_lock held: the taken
+	 * fresh objects are ours alone (frozen slab, counted in use). */
+	if (got && *k)
+		*fl = fresh_hand_out(s, got, first, *k, out);
+	return got != NULL;
 }
 
 /* The node's own list first, then the other nodes'. */
@@ -369,7 +390,7 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node, v
 	struct pc_page *slab = pc_load_relaxed(&c->slab);
 	void *fl;
 	if (slab) {
-		if ((fl = slab_take(s, slab, false, out, n)) != NULL || *n) {
+		if ((fl = slab_take(s, slab, out, n)) != NULL || *n) {
 			slab_stat(c, PC_SLAB_STAT_alloc_refill);
 			return fl;
 		}
@@ -381,7 +402,7 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node, v
 		c->partial = (struct pc_page *)(void *)slab->list.next;
 		c->nr_partial--;
 		pc_store_relaxed(&c->slab, slab);
-		fl = slab_take(s, slab, false, out, n);
+		fl = slab_take(s, slab, out, n);
 		/* A CPU partial slab had a free object when it was frozen (on
 		 * its freelist or fresh), and a frozen slab's free objects only
 		 * grow but for its owner's takes. */
@@ -400,7 +421,7 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node, v
 	}
 	slab_stat(c, PC_SLAB_STAT_slab_alloc);
 	pc_store_relaxed(&c->slab, slab);
-	return slab_take(s, slab, false, out, n);
+	return slab_take(s, slab, out, n);
 }
 
 void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)
