@@ -42,9 +42,10 @@ PCMALLOC_EXPORT size_t pc_trim(void);
 typedef struct pc_cache pc_cache_t;
 /* A cache of objects of `size` bytes aligned to `align` (0: 8, or 16 from 16
  * bytes up; else a power of two up to 4096). `ctor`, if given, runs once per
- * object when its slab is made, inside the allocator's slow path: it must
- * not allocate from the same cache (as with the kernel's SLUB). NULL with
- * errno EINVAL or ENOMEM. */
+ * object, before the object is first handed out (when it is first taken
+ * from its slab), inside the allocator's slow path: it must not allocate
+ * from the same cache (as with the kernel's SLUB). NULL with errno EINVAL
+ * or ENOMEM. */
 PCMALLOC_EXPORT pc_cache_t *pc_cache_create(const char *name, size_t size, size_t align,
 					    void (*ctor)(void *));
 PCMALLOC_EXPORT void *pc_cache_alloc(pc_cache_t *cache);

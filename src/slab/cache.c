@@ -599,7 +599,8 @@ static long slab_free_slots(struct pc_page *slab, struct pc_cache_info *info)
 }
 
 /* Free objects CPU c holds (CPU freelist, its slab's and its partial slabs'
- * own freelists), under c->lock; counts its slabs into info. */
+ * own freelists and fresh objects), under c->lock; counts its slabs into
+ * info. */
 static long cpu_free_objects(struct pc_cache *s, struct pc_cache_cpu *c,
 			     struct pc_cache_info *info)
 {
