@@ -30,6 +30,7 @@ struct debug_snapshot {
 	uint64_t counters;
 	void *freelist;
 	unsigned flags;
+	bool fresh; /* the object is fresh (never handed out): nothing of it is shown */
 	uint8_t first_byte;
 	size_t requested;
 	struct pc_slab_track track[2];
@@ -98,7 +99,10 @@ static void debug_snap(const struct pc_cache *s, struct pc_page *slab, uint8_t *
 	snap->freelist = pc_load_relaxed(&slab_word(slab)->ptr);
 	snap->flags = slab->flags;
 	snap->first_byte = first ? *first : 0;
-	if (!o)
+	/* A fresh object's bytes, tracks and requested size are whatever the
+	 * page held before (slab.h, the counters word): not the cache's. */
+	snap->fresh = o && slab_is_fresh(slab, snap->counters, o);
+	if (!o || snap->fresh)
 		return;
 	snap->requested = pc_slab_debug_usable((struct pc_cache *)s, o);
 	if (s->debug & PC_SLUB_DEBUG_U)
@@ -119,6 +123,8 @@ void slab_debug_bug_in(const struct pc_cache *s, struct pc_page *slab, void *p, 
 	pc_report("=============================================================================");
 	pc_report("BUG %s: %s", s->name, what);
 	pc_report("-----------------------------------------------------------------------------");
+	if (snap.fresh) /* shown as no object: its memory means nothing */
+		o = NULL;
 	if (first && o)
 		pc_report("INFO: %p-%p @offset=%zu. First byte 0x%x instead of 0x%x", (const void *)first,
 			  (const void *)last, (size_t)(first - o), snap.first_byte, (unsigned)expect);
@@ -129,6 +135,9 @@ void slab_debug_bug_in(const struct pc_cache *s, struct pc_page *slab, void *p, 
 	pc_report("INFO: Slab %p objects=%u used=%u fresh=%u fp=%p flags=0x%x",
 		  pc_page_address(slab), PC_SLAB_OBJECTS(snap.counters), PC_SLAB_INUSE(snap.counters),
 		  PC_SLAB_FRESH(snap.counters), snap.freelist, snap.flags);
+	if (snap.fresh)
+		pc_report("INFO: Object %p is fresh (never allocated)",
+			  (void *)debug_object_of(s, slab, p));
 	if (o && o != p)
 		pc_report("INFO: Pointer %p is %zu bytes into object %p", p, (size_t)((uint8_t *)p - o),
 			  (void *)o);

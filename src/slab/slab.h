@@ -202,7 +202,7 @@
  *     first allocation makes it free, then allocated (both with no lock
  *     held: it is the allocating thread's alone once taken). A report
  *     (debug_report.c) copies what it shows under that lock, drops it,
- *     prints and aborts.
+ *     prints and aborts; it shows nothing of a fresh object.
  *   The debug paths take list_lock alone (no c->lock, no slot lock), and
  *   call the page allocator with no slab lock held.
  *

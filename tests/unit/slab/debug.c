@@ -22,7 +22,8 @@
  *    (fresh objects left: slab_alloc.c), a free pointer aimed at a fresh
  *    object or into an object ("Freepointer corrupt" at the allocation), a
  *    buried double free and the free of a fresh object ("Object already
- *    free"); each with the SLUB
+ *    free"; the report shows nothing of a fresh object, whose page may hold
+ *    another cache's old bytes: "is fresh (never allocated)"); each with the SLUB
  *    banner, the INFO line of the broken bytes where there are some,
  *    pcmalloc's fatal line and SIGABRT.
  * The tracks (U) are tested in tests/malloc/test_slub_debug.c: naming the
@@ -325,6 +326,28 @@ static void partly_built_double_free(void *arg)
 	pc_cache_free(s, a);
 }
 
+/* The free of a fresh object whose page held other data before (filled
+ * with 0x41 and given back to the page allocator, whose per-CPU lists hand
+ * the same block to the new slab): the report says the object is fresh and
+ * shows none of its bytes, which are not the cache's (no "Allocated in
+ * 0x4141..." track). */
+static void fresh_free_on_dirty_page(void *arg)
+{
+	(void)arg;
+	test_pin_here();
+	struct pc_cache *s = make("dbg-dirty", 40);
+	unsigned order = (unsigned)(pc_load_relaxed(&s->oo) >> 32);
+	char *blk = pc_alloc_pages_node(order, pc_cpu_node(os_cpu_current()));
+	REQUIRE(blk != NULL);
+	memset(blk, 0x41, PC_PAGE_SIZE << order);
+	pc_free_pages(blk, order);
+	char *a = pc_cache_alloc(s);
+	REQUIRE(a == blk); /* the new slab is that block */
+	char *fresh = a + 3 * s->size;
+	REQUIRE(fresh[0] == 0x41);
+	pc_cache_free(s, fresh);
+}
+
 TEST(partly_built_slab_checked)
 {
 	int st = test_in_child(free_pointer_corrupt, NULL, err, sizeof(err));
@@ -337,6 +360,11 @@ TEST(partly_built_slab_checked)
 	st = test_in_child(partly_built_double_free, (void *)1, err, sizeof(err));
 	CHECK(test_aborted_with(st, err, "BUG dbg-pdouble: Object already free"));
 	CHECK(strstr(err, "double free detected") != NULL);
+	CHECK(strstr(err, "is fresh (never allocated)") != NULL);
+	st = test_in_child(fresh_free_on_dirty_page, NULL, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "BUG dbg-dirty: Object already free"));
+	CHECK(strstr(err, "is fresh (never allocated)") != NULL);
+	CHECK(strstr(err, "INFO: Allocated in") == NULL && strstr(err, "4141") == NULL);
 }
 
 TEST(overflow_reported)
