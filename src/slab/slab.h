@@ -164,9 +164,10 @@
  *     freelist in slab_free_fast; the head of the slab's own freelist in
  *     slab_free_slow), and slab_free_slow refuses a free to a
  *     slab none of whose objects is in use (or fewer than a flushed chain
- *     holds); a flushed sheaf object whose slab is gone or that heads its
- *     slab's chain already, and a CPU freelist longer than its slab, are
- *     reported.
+ *     holds, or with the object, when it heads the chain, fresh: never
+ *     handed out, so free already); a flushed sheaf object whose slab is
+ *     gone or that heads its slab's chain already, and a CPU freelist
+ *     longer than its slab, are reported.
  *   None of these reads can see a legitimately allocated object as free: it
  *   has been on no free list since its allocation, which happens before the
  *   free (C11 coherence; the rseq section reads its CPU's sheaf atomically).
@@ -174,8 +175,15 @@
  *   than one later free of the same cache, or moved away (sheaf swapped,
  *   moved to the spare with half of a full main, thread migrated) before
  *   the second free; those two copies may later be
- *   handed out twice. The cost: about six instructions on the free fast path
- *   (docs/reliability.md). A debug cache with F (below) catches every one.
+ *   handed out twice. Nor the free of a fresh object (a pointer to a slot
+ *   the program was never given) that goes onto a sheaf or a CPU freelist
+ *   and is handed out again before a flush brings it to its slab, or that a
+ *   flushed chain holds elsewhere than at its head: it is then handed out
+ *   twice, and its slab's inuse counts one object too few (the slab may go
+ *   back to the page allocator under a live object). slab_free_slow and a
+ *   debug cache's every free refuse it. The cost: about six instructions
+ *   on the free fast path (docs/reliability.md). A debug cache with F
+ *   (below) catches every one.
  *
  * ---- Debug caches (slub_debug mode, slub.debug; debug.c) --------------------
  *   A cache whose name slub.debug lists has s->debug != 0 (PC_SLUB_DEBUG_*

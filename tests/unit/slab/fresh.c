@@ -21,6 +21,8 @@
  *  - constructor_once: a cache with a constructor constructs each object
  *    once, when first taken from its slab, never again on reuse: the
  *    constructor's calls equal the cache's objects that are not fresh.
+ *  - fresh_free_refused: the free of a fresh object (never handed out) on
+ *    the slab path is refused as a double free.
  *  - empty_fresh_slab_discarded: a slab whose handed-out objects all come
  *    back goes to the page allocator with its fresh pages untouched, and
  *    the counts (pc_cache_info, slab_counts) agree.
@@ -247,6 +249,36 @@ TEST(constructor_once)
 	constructor_once_with(0);
 }
 
+/* ---- the free of a fresh object ------------------------------------------------------- */
+/* A slab that left its CPU (shrink) with fresh objects, and the free of
+ * one of them (never handed out: free already) on the slab path (no
+ * sheaves): refused as a double free (slab_free.c, free_chain). */
+static void free_fresh_object(void *arg)
+{
+	(void)arg;
+	test_pin_here();
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 0);
+	/* Slabs of several pages; the first allocation chains a page's worth. */
+	struct pc_cache *s = pc_cache_create("fresh-free", 512, 0, NULL);
+	REQUIRE(s != NULL);
+	char *a = pc_cache_alloc(s);
+	REQUIRE(a != NULL);
+	pc_cache_shrink(s); /* its slab to the node list, fresh objects left */
+	struct pc_page *slab = pc_slab_of(a);
+	uint64_t cnt = slab_counters(a);
+	REQUIRE(PC_SLAB_FRESH(cnt) > 0 && !PC_SLAB_FROZEN(cnt));
+	char *last = (char *)pc_page_address(slab) + (PC_SLAB_OBJECTS(cnt) - 1) * s->size;
+	REQUIRE(slab_is_fresh(slab, cnt, last));
+	pc_cache_free(s, last);
+}
+
+TEST(fresh_free_refused)
+{
+	char err[4096];
+	int st = test_in_child(free_fresh_object, NULL, err, sizeof(err));
+	CHECK(test_aborted_with(st, err, "double free detected (cache fresh-free)"));
+}
+
 /* ---- an empty slab goes back with its fresh part untouched ---------------------------- */
 TEST(empty_fresh_slab_discarded)
 {
@@ -280,6 +312,7 @@ int main(void)
 	RUN(untouched_pages); /* first: the child has freed no slab memory */
 	RUN(every_object_once);
 	RUN(constructor_once);
+	RUN(fresh_free_refused);
 	RUN(empty_fresh_slab_discarded);
 	CHECK(pc_page_check());
 	return test_report();
