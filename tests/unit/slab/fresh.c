@@ -11,6 +11,10 @@
  *    wrote every object: every page resident). The mincore part is skipped
  *    where transparent huge pages are "always" (one touch may then fault in
  *    the whole slab).
+ *    A second child checks the same without mincore: the slab's block is
+ *    filled with a pattern before the page allocator hands it to the new
+ *    slab, and after the first allocation every byte of it but the object
+ *    the program wrote still holds the pattern.
  *  - every_object_once: every object of several slabs is handed out
  *    exactly once across freelist and fresh allocation (no duplicates, no
  *    losses: all distinct slots of the cache's slabs), with frees, a shrink
@@ -24,8 +28,8 @@
  *  - fresh_free_refused: the free of a fresh object (never handed out) on
  *    the slab path is refused as a double free.
  *  - empty_fresh_slab_discarded: a slab whose handed-out objects all come
- *    back goes to the page allocator with its fresh pages untouched, and
- *    the counts (pc_cache_info, slab_counts) agree.
+ *    back, fresh objects left, goes back to the page allocator (shrink),
+ *    and the counts (pc_cache_info: slabs, active and fresh objects) agree.
  * Each runs with the sheaves on (the default) and in the fallback mode
  * (fresh_norseq: per-thread sheaves).
  */
@@ -102,9 +106,54 @@ static int untouched_child(void)
 	return 0;
 }
 
+/* The same without mincore (so also where transparent huge pages are
+ * always on): the slab's pages are first filled with a pattern (the block
+ * the page allocator hands the new slab is the one just freed: its per-CPU
+ * lists are LIFO), and after the first allocation every byte of the slab
+ * but the object the program wrote still holds it: the allocator wrote
+ * nothing, neither the objects the refill took nor the fresh ones. */
+static int untouched_bytes_child(void)
+{
+	set_opt(PC_OPT_SLUB_MIN_OBJECTS, 128);
+	set_opt(PC_OPT_SLUB_MAX_ORDER, 6);
+	/* Sheaves and sheaf-cache slabs made first, by another cache. */
+	struct pc_cache *warm = pc_cache_create("fresh-warm", 2048, 0, NULL);
+	void *w = warm ? pc_cache_alloc(warm) : NULL;
+	if (!w)
+		return 1;
+	struct pc_cache *s = pc_cache_create("fresh-bytes", 2048, 0, NULL);
+	if (!s || (unsigned)(pc_load_relaxed(&s->oo) >> 32) != 6)
+		return 2;
+	size_t bytes = PC_PAGE_SIZE << 6;
+	char *blk = pc_alloc_pages_node(6, pc_cpu_node(os_cpu_current()));
+	if (!blk)
+		return 3;
+	memset(blk, 0xAB, bytes);
+	pc_free_pages(blk, 6);
+	char *obj = pc_cache_alloc(s);
+	if (!obj)
+		return 4;
+	char *base = pc_page_address(pc_slab_of(obj));
+	if (base != blk) {
+		printf("  the new slab is not the block just freed\n");
+		return 5;
+	}
+	memset(obj, 0x5a, 2048);
+	size_t written = 0;
+	for (size_t i = 0; i < bytes; i++)
+		if (base + i < obj || base + i >= obj + 2048)
+			written += (unsigned char)base[i] != 0xAB;
+	if (written != 0) {
+		printf("  %zu bytes of the slab written besides the object\n", written);
+		return 6;
+	}
+	return 0;
+}
+
 TEST(untouched_pages)
 {
 	check_in_child(untouched_child);
+	check_in_child(untouched_bytes_child);
 }
 
 /* ---- every object handed out exactly once --------------------------------------------- */
@@ -279,7 +328,7 @@ TEST(fresh_free_refused)
 	CHECK(test_aborted_with(st, err, "double free detected (cache fresh-free)"));
 }
 
-/* ---- an empty slab goes back with its fresh part untouched ---------------------------- */
+/* ---- an empty slab goes back ---------------------------------------------------------- */
 TEST(empty_fresh_slab_discarded)
 {
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 0);
