@@ -123,8 +123,11 @@ static void *slab_take_word(struct pc_page *slab, bool freeze, unsigned *n, uint
 
 /* slab_take_word, then the fresh objects handed out: into out[], or
  * chained and returned when out is NULL. For callers that hold no
- * list_lock (c->lock only). */
-static void *slab_take(struct pc_cache *s, struct pc_page *slab, void **out, unsigned *n)
+ * list_lock (c->lock only). Inline: refill's three calls would otherwise
+ * make it a function of its own, outside the text that programs enter
+ * first (cmake/hot-text.ld), and every program's first allocation would
+ * fault in a page of the cold text for it. */
+PC_INLINE void *slab_take(struct pc_cache *s, struct pc_page *slab, void **out, unsigned *n)
 {
 	uint32_t first;
 	void *fl = slab_take_word(slab, false, n, &first);
