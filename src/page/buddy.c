@@ -358,5 +358,6 @@ bool zone_grow(struct pc_zone *z)
 	pc_lock_release(&z->lock);
 	pc_add_relaxed(&z->stats.regions_mapped, 1);
 	pc_mutex_unlock(&z->grow_lock);
+	zone_release_note_grown(z); /* auto: may want the release thread now */
 	return true;
 }

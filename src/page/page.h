@@ -525,8 +525,10 @@ bool pc_page_release_thread_running(void);
  * the recent peak only then, and the layers above leave their decay to the
  * thread's hooks only then (else they tick it from their slow paths). */
 bool pc_page_release_thread_active(void);
-/* Auto mode: a release pass found a zone's dirty memory over its floor with
- * no thread running, so the next pc_page_release_thread_poll starts one
+/* Auto mode: a release pass found a zone's free resident memory (buddy
+ * lists and run heap) over its floor, or a zone grew past the floor
+ * (zone_release_note_grown: its frees alone could then pass it), with no
+ * thread running, so the next pc_page_release_thread_poll starts one
  * (cleared in a fork child, when the thread exits, when the option is set
  * to 0, and when a seccomp filter keeps it from starting). For tests. */
 bool pc_page_release_thread_wanted(void);
@@ -715,6 +717,7 @@ size_t zone_release(struct pc_zone *z, size_t keep_pages);
 int page_release_memory(void *p, size_t bytes);
 void zone_maybe_release(struct pc_zone *z);
 void zone_release_if_over(struct pc_zone *z);
+void zone_release_note_grown(struct pc_zone *z);
 void zone_release_fork_child(void);
 void zone_release_init(void);
 /* "release_thread.c" */

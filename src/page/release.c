@@ -15,8 +15,10 @@
  * reads the clock (a zone over its bound, below, runs an untimed pass at
  * once); and from the background thread for programs that go idle
  * (vm.release_thread: 1 = from the first malloc slow path on; 2 = auto,
- * the default: once a pass finds a zone's dirty memory over the floor of
- * its bound with no thread running, the next malloc slow path starts it if
+ * the default: once a pass finds a zone's free resident memory over the
+ * floor of its bound, or the zone grows past the floor
+ * (zone_release_note_grown), with no thread running, the next malloc slow
+ * path starts it if
  * the process already has a second thread, and it leaves again after
  * RELEASE_IDLE_PASSES passes that found every zone clean; so a program
  * that never holds more than the floor free, or has one thread, never
@@ -268,8 +270,12 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now, bool timed)
 	size_t bound = bound_pages(z, used);
 	/* Over the floor: in auto mode the next poll starts the thread (not
 	 * with no delay: it would keep nothing and wake every 10 ms), and the
-	 * peak's part counts from then on. */
-	if (pc_load_relaxed(&z->dirty_hint) > bound && delay != 0)
+	 * peak's part counts from then on. The free runs count here too: a
+	 * burst of medium blocks leaves its free memory in the run heap, not
+	 * on the buddy lists (docs/pages.md, "The release thread after a
+	 * burst"). */
+	size_t resident_free = pc_load_relaxed(&z->dirty_hint) + pc_load_relaxed(&z->run_dirty_hint);
+	if (resident_free > bound && delay != 0)
 		release_thread_note_over_floor();
 	struct release_goal g = { .due_before = due_before, .bounded = true };
 	size_t released = zone_release_until(z, &g);
@@ -317,6 +323,23 @@ void zone_maybe_release(struct pc_zone *z)
 	if (!timed && dirty <= bound_pages(z, used))
 		return;
 	zone_release_pass(z, now, timed);
+}
+
+/*
+ * Called by zone_grow after it mapped a region, no lock held. Auto mode:
+ * once the zone manages more than the floor (vm.release_watermark_kb), its
+ * frees alone could leave more free memory than the floor, resident, in a
+ * program that then makes no call: no pass and no malloc slow path would
+ * run to start the thread (frees never start it), so it is wanted now,
+ * while the program still allocates (the malloc that grew the zone polls
+ * at its end). A zone that fits in the floor never needs it. Not with no
+ * delay (everything goes at once).
+ */
+void zone_release_note_grown(struct pc_zone *z)
+{
+	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
+	if (pc_load_relaxed(&z->managed_hint) > mark && delay_ns() != 0)
+		release_thread_note_over_floor();
 }
 
 size_t page_release_due(void)

@@ -12,8 +12,9 @@
  *
  * Modes (enum pc_release_thread_mode, page.h): never; always, from the first
  * malloc slow path on; auto (the default): only once a release pass found a
- * zone's dirty memory over the floor of its bound
- * (release_thread_note_over_floor), only in a process that already has had
+ * zone's free resident memory over the floor of its bound, or a zone grew
+ * past the floor (release_thread_note_over_floor: release.c says when),
+ * only in a process that already has had
  * a second thread (os_single_threaded: a single-threaded program may count
  * on staying so) and has no seccomp filter (os_seccomp_filtered). In any
  * mode the thread sleeps without its periodic wake-ups once every zone has
@@ -32,14 +33,16 @@
 /*
  * vm.release_thread: 0 never a thread, 1 a thread from the first malloc slow
  * path on, 2 (auto, the default) a thread only once a zone's free pool has
- * outgrown its floor (below), only in a process that already has a second
+ * outgrown its floor or the zone grew past it (below), only in a process
+ * that already has a second
  * thread (os_single_threaded) and no seccomp filter: small, single-threaded
  * and sandboxed programs never get one.
  * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
  * the poll that wins the compare-and-swap, back to 0 by the thread as it
  * exits (or by the poll whose start failed, or in a fork child, where the
  * thread does not exist). thread_wanted (auto): set by a pass that found its
- * zone's dirty memory over the floor with no thread running; the next poll
+ * zone's free resident memory over the floor, or by a zone's growth past
+ * the floor, with no thread running; the next poll
  * (a malloc slow path, no lock held) starts the thread. Cleared in a fork
  * child, when the thread exits and when the option is set to 0.
  * retry_ns: after a failed start, no new try before this page-clock time.
@@ -66,9 +69,10 @@ bool pc_page_release_thread_wanted(void)
 	return pc_load_relaxed(&thread_wanted);
 }
 
-/* Called by release passes (release.c) that found a zone's dirty memory over
- * the floor of its bound: in auto mode with no thread running, the next
- * poll starts one. */
+/* Called by release passes (release.c) that found a zone's free resident
+ * memory over the floor of its bound, and by zone_grow once a zone manages
+ * more than the floor (zone_release_note_grown): in auto mode with no
+ * thread running, the next poll starts one. */
 void release_thread_note_over_floor(void)
 {
 	if (pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO &&
