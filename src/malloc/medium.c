@@ -148,16 +148,29 @@ static struct pc_spin medium_decay_lock;
  * within a few passes. An idle CPU (no class changed) is flushed whole. A
  * flush of a CPU (idle decay, pc_trim, out of memory, a lower ceiling)
  * resets its raise. Thread mode (medium_thread.c) keeps its fixed bound.
+ *
+ * Without the release thread (pc_page_release_thread_active false:
+ * vm.release_thread=0, or auto before it starts, single-threaded and
+ * sandboxed programs) no decay pass runs in a program that stops calling,
+ * so what the bound allows stays cached for good: the ceiling is then at
+ * most MEDIUM_UNDECAYED_PAGES (2 MiB per CPU; docs/pages-medium.md, "The
+ * ceiling without the release thread"). The raise still follows demand up
+ * to malloc.medium_cache_kb, so a thread that starts later finds the bound
+ * the demand asked for.
  */
 #define MEDIUM_BASE_PAGES  64u /* 256 KiB */
 #define MEDIUM_RAISE_PAGES 1u  /* 4 KiB per miss the cache would have served */
+#define MEDIUM_UNDECAYED_PAGES 512u /* 2 MiB: the ceiling while no thread decays */
 _Static_assert(PC_MEDIUM_STACK_MAX <= 255 && PC_MEDIUM_CLASSES <= 64, "rates in bytes, classes in a mask");
 enum { MEDIUM_KEEP, MEDIUM_FLUSH, MEDIUM_TRIM }; /* a decay pass's choice per CPU */
 
-/* The CPU's bound in pages: base + raise, within the ceiling. */
+/* The CPU's bound in pages: base + raise, within the ceiling (at most
+ * MEDIUM_UNDECAYED_PAGES while no release thread runs the decay). */
 static uint32_t medium_bound(struct medium_cpu *mc)
 {
 	uint32_t ceiling = pc_load_relaxed(&medium_budget);
+	if (!pc_page_release_thread_active())
+		ceiling = PC_MIN(ceiling, MEDIUM_UNDECAYED_PAGES);
 	return PC_MIN(ceiling, MEDIUM_BASE_PAGES + pc_load_relaxed(&mc->raise));
 }
 

@@ -35,6 +35,13 @@
  *                    256 KiB after more passes with 256 KiB cached; an idle
  *                    CPU is flushed whole (decay passes called directly;
  *                    the ticks' passes held off by the depth).
+ *  ceiling_without_thread  rseq, vm.release_thread=0 (no decay pass runs
+ *                    in an idle program): rounds of 64 blocks each of 16,
+ *                    20 and 24 KiB (3.75 MiB) never take CPU 0's bound or
+ *                    cache above 2 MiB, though
+ *                    the bound reaches it; with the thread's mode on (1)
+ *                    the same CPU's bound is above 2 MiB at once (the raise
+ *                    followed the demand to the 8 MiB ceiling).
  *  demand_drops      rseq (review of mixedrss, repro A): after a burst of
  *                    64 x 16 KiB, the demand drops to 2-3 blocks of that
  *                    class; the class keeps changing, yet after 40 passes
@@ -71,8 +78,9 @@
  *  free_after_exit   a key destructor that frees a medium block after the
  *                    allocator's exit handler: no record is made again
  *                    (thread mode: nothing cached once the threads are gone).
- *  oom_flushes       in a child under RLIMIT_AS, 8+ MiB of 256 KiB blocks
- *                    cached (thread mode: what a thread's budget holds),
+ *  oom_flushes       in a child under RLIMIT_AS, 2 MiB of 256 KiB blocks
+ *                    cached (the most without the release thread; thread
+ *                    mode: what a thread's budget holds),
  *                    then 12 KiB blocks until malloc fails: by then
  *                    the cache is empty and its pages were reused; after
  *                    freeing, malloc works again.
@@ -317,6 +325,38 @@ TEST(bound_follows_demand)
 	medium_decay();
 	CHECK_EQ(medium_cached_bytes(), 0);
 	CHECK_EQ(medium_bound_bytes(0), base);
+	pc_medium_depth--;
+	pc_trim();
+	CHECK_EQ(medium_cached_bytes(), 0);
+}
+
+TEST(ceiling_without_thread)
+{
+	if (!rseq_mode())
+		return; /* thread mode keeps its fixed bound */
+	REQUIRE(pin_cpu(0));
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	pc_trim();
+	pc_medium_depth++; /* no tick's decay pass (as in bound_follows_demand) */
+	static char *b[3 * PC_MEDIUM_STACK_MAX]; /* a stack holds 64 blocks: three classes */
+	const size_t n = 3 * PC_MEDIUM_STACK_MAX;
+	for (int round = 0; round < 64; round++) {
+		for (size_t i = 0; i < n; i++)
+			REQUIRE((b[i] = pc_malloc((16 + 4 * (i % 3)) * KiB)) != NULL);
+		for (size_t i = 0; i < n; i++) {
+			pc_free(b[i]);
+			CHECK(medium_cached_bytes() <= 2 * MiB);
+			CHECK(medium_bound_bytes(0) <= 2 * MiB);
+		}
+	}
+	CHECK_EQ(medium_bound_bytes(0), 2 * MiB); /* the demand took it to the cap */
+	CHECK(medium_cached_bytes() > 1 * MiB);
+	/* vm.release_thread=1 counts as the thread's passes at once (no malloc
+	 * here: the thread itself would start only at the next slow path). */
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 1);
+	CHECK(medium_bound_bytes(0) > 2 * MiB);
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	CHECK_EQ(medium_bound_bytes(0), 2 * MiB);
 	pc_medium_depth--;
 	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);
@@ -770,25 +810,26 @@ static int oom_child(void)
 	if (!pin_cpu(0))
 		return 2;
 	set_opt(PC_OPT_MALLOC_MEDIUM_CACHE_KB, 64 * 1024);
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0); /* no thread's decay meanwhile */
 	static char *big[64];
-	/* Rounds until the bound has grown to hold half of them (rseq: each
-	 * miss after a refusal raises it by a page, so it nears 16 MiB only
-	 * slowly; thread mode: 8 a class at most). */
+	/* Rounds until the bound has grown to hold 8 of them, its most
+	 * without the release thread (rseq: each miss after a refusal raises
+	 * it by a page; thread mode: 8 a class at most). */
 	for (int round = 0; round < 200; round++) {
 		for (int i = 0; i < 64; i++)
 			if (!(big[i] = pc_malloc(256 * KiB)))
 				return 3;
 		for (int i = 0; i < 64; i++)
 			pc_free(big[i]);
-		if (!rseq_mode() || medium_cached_bytes() >= 8 * MiB)
+		if (!rseq_mode() || medium_cached_bytes() >= 2 * MiB)
 			break;
 	}
 	bool on = cache_on();
-	/* At least 32 on CPU 0's stack; in a thread's array 8 (the most per
+	/* At least 8 on CPU 0's stack; in a thread's array 8 (the most per
 	 * class) or what its budget holds (512 KiB at most: 2). */
 	size_t per_thread = PC_MIN(8 * 256 * KiB, (size_t)pc_load_relaxed(&pc_medium_thread_budget) * PC_PAGE_SIZE);
 	per_thread -= per_thread % (256 * KiB);
-	if (rseq_mode() ? medium_cached_bytes() < 8 * MiB : medium_cached_bytes() != (on ? per_thread : 0))
+	if (rseq_mode() ? medium_cached_bytes() < 2 * MiB : medium_cached_bytes() != (on ? per_thread : 0))
 		return 4;
 	struct rlimit rl = { mapped_bytes() + MiB, 0 };
 	rl.rlim_max = rl.rlim_cur;
@@ -836,6 +877,7 @@ int main(void)
 	RUN(threads_migrate);
 	RUN(decay_ticks);
 	RUN(bound_follows_demand);
+	RUN(ceiling_without_thread);
 	RUN(demand_drops);
 	RUN(stale_class);
 	RUN(reentered_no_reclaim);
