@@ -78,6 +78,12 @@ static uint64_t delay_ns(void)
 	return (uint64_t)pc_option(PC_OPT_VM_RELEASE_DELAY_MS) * 1000000u;
 }
 
+/* vm.release_watermark_kb in pages: the floor of the bound. */
+static size_t watermark_pages(void)
+{
+	return (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) * 1024u >> PC_PAGE_SHIFT;
+}
+
 /*
  * The bound: dirty pages a zone may keep whatever their age. At least the
  * watermark and a quarter of the memory in use (a big program's free pool in
@@ -102,8 +108,7 @@ static uint64_t delay_ns(void)
  */
 static size_t bound_pages(const struct pc_zone *z, size_t used_pages)
 {
-	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
-	size_t floor = PC_MAX(mark, used_pages / 4);
+	size_t floor = PC_MAX(watermark_pages(), used_pages / 4);
 	if (!pc_page_release_thread_active())
 		return floor; /* no thread: nothing would release the peak's part in an idle program */
 	size_t peak = pc_load_relaxed(&((struct pc_zone *)(uintptr_t)z)->peak_hint);
@@ -337,8 +342,7 @@ void zone_maybe_release(struct pc_zone *z)
  */
 void zone_release_note_grown(struct pc_zone *z)
 {
-	size_t mark = (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) >> 2; /* KiB -> pages */
-	if (pc_load_relaxed(&z->managed_hint) > mark && delay_ns() != 0)
+	if (pc_load_relaxed(&z->managed_hint) > watermark_pages() && delay_ns() != 0)
 		release_thread_note_over_floor();
 }
 
