@@ -373,10 +373,17 @@ void zone_release_init(void)
 	pc_option_on_change(PC_OPT_VM_RELEASE_DELAY_MS, delay_changed);
 }
 
-/* In a fork child: no thread, no releaser of the parent exists there. */
+/* In a fork child: no thread, no releaser of the parent exists there. A
+ * zone the child inherits already grown past the floor wants the thread
+ * again (zone_release_note_grown): the child's frees could pass the floor
+ * in memory it never has to grow for (a pre-forking server's workers), and
+ * its poll still starts none while it has no second thread. */
 void zone_release_fork_child(void)
 {
 	release_thread_fork_child();
-	for (unsigned i = 0; i < pc_zone_count(); i++)
-		pc_store_relaxed(&pc_zone_get(i)->releasing, 0);
+	for (unsigned i = 0; i < pc_zone_count(); i++) {
+		struct pc_zone *z = pc_zone_get(i);
+		pc_store_relaxed(&z->releasing, 0);
+		zone_release_note_grown(z);
+	}
 }

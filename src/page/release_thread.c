@@ -261,5 +261,5 @@ void release_thread_fork_child(void)
 {
 	pc_store_relaxed(&thread_state, 0);
 	pc_store_relaxed(&thread_sleeping, 0);
-	pc_store_relaxed(&thread_wanted, false); /* auto: the child starts one when it needs one */
+	pc_store_relaxed(&thread_wanted, false); /* auto: wanted again by zone_release_fork_child if the zones ask */
 }

@@ -18,12 +18,21 @@
  *                    burst's free memory lies in the run heap (and a pass
  *                    runs from a slow path), so no thread started and the
  *                    RSS stayed at the peak for good.
+ *  fork_burst_then_sleep  in a child: the same burst, freed but one block
+ *                    in 64 (every region stays mapped), then a fork; the
+ *                    grandchild inherits zones grown past the floor, wants
+ *                    the thread at once, runs a burst of 120 MiB on a
+ *                    second thread in that memory (no zone grows: checked),
+ *                    frees it and only sleeps: the thread started and the
+ *                    pages come down as above (review of pagesidle, item
+ *                    2: before, the child's flag was cleared at the fork
+ *                    and nothing wanted the thread again).
  *  single_no_thread  in a child that never had a second thread, the same
  *                    burst starts no thread (a single-threaded program
  *                    stays so, docs/tunables.md).
  * No verdict depends on timing: the thread's start is checked once the
  * burst is over (it happens inside the burst's mallocs), and residency is
- * polled every 10 ms with no time limit but the test's watchdog (300 s; at
+ * polled every 10 ms with no time limit but the test's watchdog (120 s; at
  * the 100 ms delay set here it falls within a second or two).
  * Where the test runs under a seccomp filter (a container), auto never
  * starts the thread: burst_then_sleep is skipped.
@@ -46,64 +55,91 @@
 #define NBLOCKS (BURST / BLOCK)
 
 static char *blocks[NBLOCKS];
-static size_t resident_at_peak;
+static char *again[NBLOCKS]; /* fork_burst_then_sleep: the child's burst */
 
-/* Pages of the burst's blocks resident now (mincore). Counted on the
- * blocks, not the process's RSS, which a sanitizer's shadow memory of the
- * touched pages keeps up. A block whose region the allocator unmapped
- * (page/unmap.c: a wholly free region) has none: nothing else maps
- * memory in the idle child meanwhile. */
-static size_t burst_resident(void)
+/* Pages of b[0..n) resident now (mincore), but those of every keep-th
+ * block (0: none kept). Counted on the blocks, not the process's RSS,
+ * which a sanitizer's shadow memory of the touched pages keeps up. A block
+ * whose region the allocator unmapped (page/unmap.c: a wholly free region)
+ * has none: nothing else maps memory in the idle child meanwhile. */
+static size_t freed_resident(char **b, size_t n, size_t keep)
 {
 	static unsigned char vec[BLOCK >> PC_PAGE_SHIFT];
-	size_t n = 0;
-	for (size_t i = 0; i < NBLOCKS; i++) {
-		if (mincore(blocks[i], BLOCK, vec) != 0) {
+	size_t pages = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (keep && i % keep == 0)
+			continue;
+		if (mincore(b[i], BLOCK, vec) != 0) {
 			REQUIRE(errno == ENOMEM); /* unmapped */
 			continue;
 		}
 		for (size_t j = 0; j < sizeof(vec); j++)
-			n += vec[j] & 1;
+			pages += vec[j] & 1;
 	}
-	return n;
+	return pages;
 }
 
-/* Allocate and touch the burst, note its resident pages, free it all. */
+/* A burst: n blocks allocated and touched, their resident pages noted,
+ * then all freed but every keep-th (0: all). */
+struct burst {
+	char **b;
+	size_t n, keep, resident_at_peak;
+};
+
 static void *burst(void *arg)
 {
-	(void)arg;
-	for (size_t i = 0; i < NBLOCKS; i++) {
-		blocks[i] = pc_malloc(BLOCK);
-		REQUIRE(blocks[i] != NULL);
-		touch_pages(blocks[i], BLOCK, (char)i);
+	struct burst *w = arg;
+	for (size_t i = 0; i < w->n; i++) {
+		w->b[i] = pc_malloc(BLOCK);
+		REQUIRE(w->b[i] != NULL);
+		touch_pages(w->b[i], BLOCK, (char)i);
 	}
-	resident_at_peak = burst_resident();
-	for (size_t i = 0; i < NBLOCKS; i++)
-		pc_free(blocks[i]);
+	w->resident_at_peak = freed_resident(w->b, w->n, 0);
+	for (size_t i = 0; i < w->n; i++)
+		if (!w->keep || i % w->keep != 0)
+			pc_free(w->b[i]);
 	return NULL;
 }
 
-/* 1: the thread did not start; 3: the burst was not resident at its peak;
- * pages that stay resident end the child by the watchdog (exit 2). */
-static int burst_then_sleep_child(void)
+/* The burst on a second thread, joined. */
+static void burst_on_thread(struct burst *w)
 {
-	watchdog_install("medium_idle: the burst's pages stayed resident (300 s)\n");
-	alarm(300);
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, burst, w) == 0);
+	REQUIRE(pthread_join(t, NULL) == 0);
+}
+
+/* After a burst on a second thread, with no allocator call: 1 if the
+ * thread did not start, 3 if the burst was not resident at its peak; then
+ * wait until a tenth of its freed pages at most is resident (pages that
+ * stay resident end the child by the watchdog: exit 2). */
+static int idle_after(struct burst *w)
+{
+	if (!pc_page_release_thread_running())
+		return 1;
+	const size_t pages = w->n * (BLOCK >> PC_PAGE_SHIFT);
+	if (w->resident_at_peak < pages - pages / 8)
+		return 3;
+	while (freed_resident(w->b, w->n, w->keep) > pages / 10)
+		usleep(10000);
+	return 0;
+}
+
+static void idle_child_setup(void)
+{
+	watchdog_install("medium_idle: the burst's pages stayed resident (120 s)\n");
+	alarm(120);
 	REQUIRE(pc_malloc_init());
 	REQUIRE(pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO);
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 100);
-	pthread_t t;
-	REQUIRE(pthread_create(&t, NULL, burst, NULL) == 0);
-	REQUIRE(pthread_join(t, NULL) == 0);
-	/* From here on no allocator call. */
-	if (!pc_page_release_thread_running())
-		return 1;
-	const size_t pages = BURST >> PC_PAGE_SHIFT;
-	if (resident_at_peak < pages - pages / 8)
-		return 3;
-	while (burst_resident() > pages / 10)
-		usleep(10000);
-	return 0;
+}
+
+static int burst_then_sleep_child(void)
+{
+	idle_child_setup();
+	struct burst w = { blocks, NBLOCKS, 0, 0 };
+	burst_on_thread(&w);
+	return idle_after(&w); /* from here on no allocator call */
 }
 
 TEST(burst_then_sleep)
@@ -115,12 +151,64 @@ TEST(burst_then_sleep)
 	check_in_child(burst_then_sleep_child);
 }
 
+/* Regions the zones have mapped so far (each growth counts). */
+static uint64_t regions_mapped(void)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		n += pc_load_relaxed(&pc_zone_get(i)->stats.regions_mapped);
+	return n;
+}
+
+/* In the grandchild: 4 if the zones it inherited did not want the thread,
+ * 5 if its burst grew a zone (the case would not be the inherited one);
+ * else idle_after's codes. */
+static int forked_burst(void)
+{
+	if (!pc_page_release_thread_wanted())
+		return 4;
+	uint64_t mapped = regions_mapped();
+	struct burst w = { again, NBLOCKS * 3 / 4, 0, 0 };
+	burst_on_thread(&w);
+	if (regions_mapped() != mapped)
+		return 5;
+	return idle_after(&w);
+}
+
+/* The burst, all freed but one block in 64, so that every region stays
+ * mapped (none wholly free); then a fork, whose child runs a smaller burst
+ * in the memory it inherited (no zone grows) and then only sleeps. */
+static int fork_burst_child(void)
+{
+	idle_child_setup();
+	struct burst w = { blocks, NBLOCKS, 64, 0 };
+	burst_on_thread(&w);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(forked_burst());
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+}
+
+TEST(fork_burst_then_sleep)
+{
+	if (os_seccomp_filtered()) {
+		printf("skipped fork_burst_then_sleep: a seccomp filter (auto starts no thread)\n");
+		return;
+	}
+	check_in_child(fork_burst_child);
+}
+
 /* 1: a thread started in a process that never had a second one. */
 static int single_no_thread_child(void)
 {
 	if (!os_single_threaded())
 		return 0; /* a runtime (a sanitizer's) started a thread before main */
-	(void)burst(NULL);
+	struct burst w = { blocks, NBLOCKS, 0, 0 };
+	(void)burst(&w);
 	return pc_page_release_thread_running() ? 1 : 0;
 }
 
@@ -133,5 +221,6 @@ int main(void)
 {
 	RUN(single_no_thread);
 	RUN(burst_then_sleep);
+	RUN(fork_burst_then_sleep);
 	return test_report();
 }

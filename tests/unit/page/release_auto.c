@@ -13,7 +13,9 @@
  *                        delay an hour): the excess goes at once (as with
  *                        vm.release_thread=0) and the thread is wanted, but
  *                        a poll in this still single-threaded process starts
- *                        none; a fork child neither wants nor has one.
+ *                        none; a fork child (its zones inherited grown
+ *                        past the floor) wants one again, but its poll
+ *                        starts none while it is single-threaded too.
  *  thread_keeps_peak     (the process now has had a second thread) the poll
  *                        starts the thread; 256 MiB allocated and freed is
  *                        then kept (the recent peak) and reused without new
@@ -114,8 +116,13 @@ TEST(single_threaded_never)
 	fflush(NULL);
 	pid_t pid = fork();
 	REQUIRE(pid >= 0);
-	if (pid == 0) /* the child wants one only when it outgrows the floor itself */
-		_exit(pc_page_release_thread_wanted() || pc_page_release_thread_running() ? 1 : 0);
+	if (pid == 0) { /* wanted again (the zones inherited are past the floor), not started */
+		if (!pc_page_release_thread_wanted())
+			_exit(1);
+		if (os_single_threaded())
+			pc_page_release_thread_poll();
+		_exit(pc_page_release_thread_running() ? 2 : 0);
+	}
 	int status = 0;
 	REQUIRE(waitpid(pid, &status, 0) == pid);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
