@@ -163,7 +163,10 @@ void *huge_alloc(size_t size, size_t align)
 		give_back(h, h->map_size);
 		return NULL;
 	}
-	pc_add_relaxed(&huge_mapped, h->map_size);
+	/* Auto mode: live huge blocks past the floor want the release thread
+	 * (its hook expires what their frees leave cached; malloc's poll at
+	 * the end of this call starts it). */
+	pc_page_release_note_held(pc_add_relaxed(&huge_mapped, h->map_size) + h->map_size);
 	pc_add_relaxed(&huge_blocks, 1);
 	return user;
 }

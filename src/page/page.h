@@ -516,6 +516,13 @@ enum pc_release_thread_mode {
  * pthread_create allocates): the malloc layer calls it from its allocation
  * slow path. Cheap when nothing is to be done. */
 void pc_page_release_thread_poll(void);
+/* Auto mode: the layer above holds `bytes` outside the zones (malloc's huge
+ * blocks, live) whose frees could leave that much free and resident in a
+ * program that then makes no call. More than the floor
+ * (vm.release_watermark_kb) wants the thread, as a zone grown past it does
+ * (release.c, zone_release_note_grown); the next poll starts it. Not with
+ * a delay of 0. Cheap: two option reads. */
+void pc_page_release_note_held(size_t bytes);
 /* Whether the background release thread is running, and how many passes it
  * has finished (for tests: a pass that starts after a change sees it). */
 bool pc_page_release_thread_running(void);
@@ -527,8 +534,10 @@ bool pc_page_release_thread_running(void);
 bool pc_page_release_thread_active(void);
 /* Auto mode: a release pass found a zone's free resident memory (buddy
  * lists and run heap) over its floor, or a zone grew past the floor
- * (zone_release_note_grown: its frees alone could then pass it), with no
- * thread running, so the next pc_page_release_thread_poll starts one
+ * (zone_release_note_grown: its frees alone could then pass it), or the
+ * layer above holds more than the floor outside the zones
+ * (pc_page_release_note_held: huge blocks), with no thread running, so the
+ * next pc_page_release_thread_poll starts one
  * (cleared in a fork child, when the thread exits, when the option is set
  * to 0, and when a seccomp filter keeps it from starting). For tests. */
 bool pc_page_release_thread_wanted(void);

@@ -346,6 +346,12 @@ void zone_release_note_grown(struct pc_zone *z)
 		release_thread_note_over_floor();
 }
 
+void pc_page_release_note_held(size_t bytes)
+{
+	if ((bytes >> PC_PAGE_SHIFT) > watermark_pages() && delay_ns() != 0)
+		release_thread_note_over_floor();
+}
+
 size_t page_release_due(void)
 {
 	size_t released = 0;

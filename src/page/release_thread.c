@@ -13,7 +13,8 @@
  * Modes (enum pc_release_thread_mode, page.h): never; always, from the first
  * malloc slow path on; auto (the default): only once a release pass found a
  * zone's free resident memory over the floor of its bound, or a zone grew
- * past the floor (release_thread_note_over_floor: release.c says when),
+ * past the floor, or malloc's live huge blocks did
+ * (release_thread_note_over_floor: release.c says when),
  * only in a process that already has had
  * a second thread (os_single_threaded: a single-threaded program may count
  * on staying so) and has no seccomp filter (os_seccomp_filtered). In any
