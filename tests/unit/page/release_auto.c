@@ -1,7 +1,9 @@
 /*
  * tests/unit/page/release_auto.c - vm.release_thread=2 (auto, the default):
  * the background thread starts only once a zone's free pool outgrows its
- * floor, only in a process that already has a second thread (and no
+ * floor or the zone grows past it (tests/unit/malloc/medium_idle.c and
+ * huge_idle.c have the growth's and huge blocks' cases), only in a
+ * process that already has a second thread (and no
  * seccomp filter), the bound's peak part counts while it runs, and it
  * sleeps without periodic passes once every zone stays clean.
  * Where the test itself runs under a seccomp filter (a container), auto
