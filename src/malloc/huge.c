@@ -246,7 +246,8 @@ void *huge_realloc(void *p, size_t size)
 		return p;
 	}
 	if (huge_cache_grow(h, total)) { /* the cached range after it */
-		pc_add_relaxed(&huge_mapped, h->map_size - old);
+		/* as in huge_alloc; the caller (realloc) polls */
+		pc_page_release_note_held(pc_add_relaxed(&huge_mapped, h->map_size - old) + h->map_size - old);
 		return p;
 	}
 	struct pc_huge_header *n = os_remap(h, old, total);
@@ -260,6 +261,6 @@ void *huge_realloc(void *p, size_t size)
 	}
 	n->map_base = n;
 	n->map_size = total;
-	pc_add_relaxed(&huge_mapped, total - old);
+	pc_page_release_note_held(pc_add_relaxed(&huge_mapped, total - old) + total - old); /* as above */
 	return q;
 }

@@ -17,6 +17,14 @@
  *                    nothing wanted the thread for huge blocks, and the
  *                    cache kept one block per other CPU resident for good
  *                    (review of pagesidle, item 3: 41% of the peak).
+ *  realloc_then_sleep  in a child: a second thread grows one block from
+ *                    5 MiB to 165 MiB by realloc, 8 MiB at a time,
+ *                    touching each new part, frees it and exits; the main
+ *                    thread only sleeps: the thread was started (by the
+ *                    realloc that took the block past the floor) and the
+ *                    block's pages come down as above (review item 12:
+ *                    before, a growth by realloc wanted no thread, and the
+ *                    cache kept the whole block resident for good).
  *  single_no_thread  in a child that never had a second thread, the same
  *                    burst wants the thread but starts none.
  * No verdict depends on timing: the thread's start is checked once the
@@ -105,6 +113,73 @@ TEST(burst_then_sleep)
 	check_in_child(burst_then_sleep_child);
 }
 
+/* One block grown by realloc past the floor, touched, freed. */
+#define GROWN (165 * MiB)
+static char *grown;
+
+static void *grow_burst(void *arg)
+{
+	(void)arg;
+	size_t size = 5 * MiB;
+	char *p = pc_malloc(size);
+	REQUIRE(p != NULL);
+	touch_pages(p, size, 1);
+	while (size < GROWN) {
+		size_t next = PC_MIN(size + 8 * MiB, GROWN);
+		p = pc_realloc(p, next);
+		REQUIRE(p != NULL);
+		touch_pages(p + size, next - size, 2);
+		size = next;
+	}
+	grown = p;
+	resident_at_peak = resident_pages(p, GROWN >> PC_PAGE_SHIFT);
+	pc_free(p);
+	return NULL;
+}
+
+/* Pages of the grown block's range resident now, an unmapped range
+ * counting as none. */
+static size_t grown_resident(void)
+{
+	static unsigned char vec[GROWN >> PC_PAGE_SHIFT];
+	if (mincore(grown, GROWN, vec) != 0) {
+		REQUIRE(errno == ENOMEM);
+		return 0;
+	}
+	size_t pages = 0;
+	for (size_t j = 0; j < sizeof(vec); j++)
+		pages += vec[j] & 1;
+	return pages;
+}
+
+static int realloc_then_sleep_child(void)
+{
+	watchdog_install("huge_idle: the grown block's pages stayed resident (120 s)\n");
+	alarm(120);
+	REQUIRE(pc_malloc_init());
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 100);
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, grow_burst, NULL) == 0);
+	REQUIRE(pthread_join(t, NULL) == 0);
+	if (!pc_page_release_thread_running()) /* from here on no allocator call */
+		return 1;
+	const size_t pages = GROWN >> PC_PAGE_SHIFT;
+	if (resident_at_peak < pages - pages / 8)
+		return 3;
+	while (grown_resident() > pages / 10)
+		usleep(10000);
+	return 0;
+}
+
+TEST(realloc_then_sleep)
+{
+	if (os_seccomp_filtered()) {
+		printf("skipped realloc_then_sleep: a seccomp filter (auto starts no thread)\n");
+		return;
+	}
+	check_in_child(realloc_then_sleep_child);
+}
+
 /* 2: the huge blocks past the floor did not want the thread; 1: a thread
  * started in a process that never had a second one. */
 static int single_no_thread_child(void)
@@ -126,5 +201,6 @@ int main(void)
 {
 	RUN(single_no_thread);
 	RUN(burst_then_sleep);
+	RUN(realloc_then_sleep);
 	return test_report();
 }
