@@ -244,8 +244,10 @@ static void *realloc_impl(void *p, size_t size)
 	}
 	if (kind == BLOCK_HUGE && size > PC_LARGE_MAX) {
 		void *q = huge_realloc(p, size);
-		if (q)
+		if (q) {
+			release_poll(); /* a growth past the floor wants the thread (huge.c) */
 			return q;
+		}
 	}
 	return realloc_move(p, usable, size);
 }
