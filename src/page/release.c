@@ -16,12 +16,13 @@
  * once); and from the background thread for programs that go idle
  * (vm.release_thread: 1 = from the first malloc slow path on; 2 = auto,
  * the default: once a pass finds a zone's free resident memory over the
- * floor of its bound, or the zone grows past the floor
- * (zone_release_note_grown), with no thread running, the next malloc slow
- * path starts it if
- * the process already has a second thread, and it leaves again after
- * RELEASE_IDLE_PASSES passes that found every zone clean; so a program
- * that never holds more than the floor free, or has one thread, never
+ * floor of its bound, a zone grows past the floor or a fork child
+ * inherits one that did (zone_release_note_grown), or malloc's live huge
+ * blocks pass it (pc_page_release_note_held), with no thread running, the
+ * next malloc slow path starts it if the process already has a second
+ * thread; it sleeps without periodic wake-ups after RELEASE_IDLE_PASSES
+ * passes that found every zone clean, and leaves only when set to 0; so a
+ * program that never holds more than the floor, or has one thread, never
  * gets one).
  * Each of the thread's passes first calls the hooks the layers above
  * registered (pc_page_release_hook_add: the slab layer's decay of idle

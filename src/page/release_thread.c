@@ -14,10 +14,10 @@
  * malloc slow path on; auto (the default): only once a release pass found a
  * zone's free resident memory over the floor of its bound, or a zone grew
  * past the floor, or malloc's live huge blocks did
- * (release_thread_note_over_floor: release.c says when),
- * only in a process that already has had
- * a second thread (os_single_threaded: a single-threaded program may count
- * on staying so) and has no seccomp filter (os_seccomp_filtered). In any
+ * (release_thread_note_over_floor: release.c says when), only in a
+ * process that already has had a second thread (os_single_threaded: a
+ * single-threaded program may count on staying so) and has no seccomp
+ * filter (os_seccomp_filtered). In any
  * mode the thread sleeps without its periodic wake-ups once every zone has
  * stayed clean for RELEASE_IDLE_PASSES passes, until a slow path finds
  * dirty memory again (release_thread_work).
@@ -35,17 +35,17 @@
  * vm.release_thread: 0 never a thread, 1 a thread from the first malloc slow
  * path on, 2 (auto, the default) a thread only once a zone's free pool has
  * outgrown its floor or the zone grew past it (below), only in a process
- * that already has a second
- * thread (os_single_threaded) and no seccomp filter: small, single-threaded
- * and sandboxed programs never get one.
+ * that already has a second thread (os_single_threaded) and no seccomp
+ * filter: small, single-threaded and sandboxed programs never get one.
  * thread_state: 0 no thread, 1 one runs (or is being started). Set to 1 by
  * the poll that wins the compare-and-swap, back to 0 by the thread as it
  * exits (or by the poll whose start failed, or in a fork child, where the
  * thread does not exist). thread_wanted (auto): set by a pass that found its
- * zone's free resident memory over the floor, or by a zone's growth past
- * the floor, with no thread running; the next poll
- * (a malloc slow path, no lock held) starts the thread. Cleared in a fork
- * child, when the thread exits and when the option is set to 0.
+ * zone's free resident memory over the floor, by a zone's growth past the
+ * floor (and in a fork child for the zones it inherits so), or by live
+ * huge blocks past it, with no thread running; the next poll (a malloc
+ * slow path, no lock held) starts the thread. Cleared in a fork child
+ * first, when the thread exits and when the option is set to 0.
  * retry_ns: after a failed start, no new try before this page-clock time.
  * thread_wake: a futex word the thread sleeps on, bumped when an option it
  * reads changes, so that it notices at once. All relaxed but where the
