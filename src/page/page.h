@@ -511,7 +511,9 @@ enum pc_release_thread_mode {
 };
 /* Start the background release thread if vm.release_thread asks for one and
  * none runs (1; or 2, auto, when a pass wanted one and the process already
- * has had a second thread, os_single_threaded, and no seccomp filter). Call
+ * has had a second thread, os_single_threaded, and in a fork child a
+ * thread other than the one that forked has polled; and no seccomp
+ * filter). Call
  * only with no allocator lock held (it may create a thread, and
  * pthread_create allocates): the malloc layer calls it from its allocation
  * slow path. Cheap when nothing is to be done. */

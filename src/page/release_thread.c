@@ -58,6 +58,35 @@ static _Atomic uint64_t retry_ns;
 static _Atomic uint32_t thread_wake;
 static _Atomic uint64_t thread_passes; /* passes the thread has finished */
 
+/*
+ * A fork child is single-threaded, but glibc leaves __libc_single_threaded
+ * false in the child of a multi-threaded parent (glibc 2.36), so
+ * os_single_threaded cannot tell. The child's postfork handler runs on its
+ * only thread, the one that forked: it marks that thread (forker_in_child,
+ * thread-local) and clears child_other_thread. A poll from a thread not so
+ * marked proves a second thread exists and sets child_other_thread; until
+ * then the forker's polls count the process as single-threaded (a child
+ * that sets itself up and calls unshare(CLONE_NEWUSER) or installs a
+ * seccomp filter without clone, then execs, keeps working: review of
+ * pagesidle, item 14). In a process that never forked nothing is marked.
+ * Relaxed: a stale false costs one poll that starts nothing.
+ */
+static __thread bool forker_in_child __attribute__((tls_model("initial-exec")));
+static _Atomic bool child_other_thread;
+
+/* Whether this process has had a second thread, as far as the poll knows. */
+static bool had_second_thread(void)
+{
+	if (os_single_threaded())
+		return false;
+	if (!forker_in_child) {
+		if (!pc_load_relaxed(&child_other_thread))
+			pc_store_relaxed(&child_other_thread, true);
+		return true;
+	}
+	return pc_load_relaxed(&child_other_thread);
+}
+
 bool pc_page_release_thread_active(void)
 {
 	long mode = pc_option(PC_OPT_VM_RELEASE_THREAD);
@@ -227,7 +256,7 @@ void pc_page_release_thread_poll(void)
 	 * the C library's unlocked stdio all count on it), nor under a seccomp
 	 * filter; there the floor alone bounds the pool, as with 0. */
 	if (pc_likely(mode == PC_RELEASE_THREAD_AUTO) &&
-	    (pc_likely(!pc_load_relaxed(&thread_wanted)) || os_single_threaded()))
+	    (pc_likely(!pc_load_relaxed(&thread_wanted)) || !had_second_thread()))
 		return;
 	if (pc_page_clock_ns() < pc_load_relaxed(&retry_ns))
 		return;
@@ -263,4 +292,6 @@ void release_thread_fork_child(void)
 	pc_store_relaxed(&thread_state, 0);
 	pc_store_relaxed(&thread_sleeping, 0);
 	pc_store_relaxed(&thread_wanted, false); /* auto: wanted again by zone_release_fork_child if the zones ask */
+	forker_in_child = true; /* this thread: the child's only one */
+	pc_store_relaxed(&child_other_thread, false);
 }

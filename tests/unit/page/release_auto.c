@@ -33,6 +33,14 @@
  *                        leaves dirty memory in a zone wakes it, and its
  *                        passes release that memory; set to 0, the
  *                        sleeping thread leaves.
+ *  fork_child_single     (review of pagesidle, item 14) the child of this
+ *                        multi-threaded process inherits zones past the
+ *                        floor: it wants the thread, but a poll from its
+ *                        only thread (the one that forked) starts none
+ *                        (glibc still calls such a child multi-threaded);
+ *                        a poll from a second thread it creates does
+ *                        (not under ThreadSanitizer, which stops such a
+ *                        child at its pthread_create).
  * No verdict depends on timing: the delay is an hour while memory is
  * checked (its quarter, a peak window, 15 minutes), so the thread's own
  * passes release nothing by age and roll no window meanwhile; the page
@@ -212,6 +220,49 @@ TEST(idle_thread_sleeps)
 	pc_page_trim();
 }
 
+#if !defined(__SANITIZE_THREAD__)
+static void *poll_thread(void *arg)
+{
+	pc_page_release_thread_poll(); /* a second thread of the child polls */
+	return arg;
+}
+#endif
+
+/* In the fork child: 1 not wanted, 2 the forking thread's poll started a
+ * thread, 3 a second thread's poll did not. */
+static int fork_child_single_child(void)
+{
+	if (!pc_page_release_thread_wanted())
+		return 1;
+	pc_page_release_thread_poll(); /* the child's only thread */
+	if (pc_page_release_thread_running())
+		return 2;
+#if defined(__SANITIZE_THREAD__)
+	return 0; /* a child of a multi-threaded process may start no thread */
+#else
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, poll_thread, NULL) == 0);
+	REQUIRE(pthread_join(t, NULL) == 0);
+	return pc_page_release_thread_running() ? 0 : 3;
+#endif
+}
+
+TEST(fork_child_single)
+{
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 2, false) == 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(fork_child_single_child());
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+		fprintf(stderr, "  child exit %d\n", WEXITSTATUS(status));
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 0, false) == 0);
+}
+
 int main(void)
 {
 	pc_page_init();
@@ -224,5 +275,6 @@ int main(void)
 	}
 	RUN(thread_keeps_peak);
 	RUN(idle_thread_sleeps);
+	RUN(fork_child_single);
 	return test_report();
 }
