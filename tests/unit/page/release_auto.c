@@ -39,8 +39,10 @@
  *                        only thread (the one that forked) starts none
  *                        (glibc still calls such a child multi-threaded);
  *                        a poll from a second thread it creates does
- *                        (not under ThreadSanitizer, which stops such a
- *                        child at its pthread_create).
+ *                        (skipped under ThreadSanitizer: it stops such a
+ *                        child at its pthread_create, and reports the
+ *                        child's fork handlers against the stopped
+ *                        release thread's exit handlers).
  * No verdict depends on timing: the delay is an hour while memory is
  * checked (its quarter, a peak window, 15 minutes), so the thread's own
  * passes release nothing by age and roll no window meanwhile; the page
@@ -238,7 +240,7 @@ static int fork_child_single_child(void)
 	if (pc_page_release_thread_running())
 		return 2;
 #if defined(__SANITIZE_THREAD__)
-	return 0; /* a child of a multi-threaded process may start no thread */
+	return 0;
 #else
 	pthread_t t;
 	REQUIRE(pthread_create(&t, NULL, poll_thread, NULL) == 0);
@@ -249,6 +251,15 @@ static int fork_child_single_child(void)
 
 TEST(fork_child_single)
 {
+#if defined(__SANITIZE_THREAD__)
+	/* ThreadSanitizer stops a child of a multi-threaded process that
+	 * starts a thread, and reports the child's fork handlers (lock/mutex.c)
+	 * against the exit handlers of the release thread the tests before
+	 * stopped (it does not see the prefork locks order them): skipped;
+	 * the release, debug and ASan builds run it. */
+	printf("skipped fork_child_single: ThreadSanitizer\n");
+	return;
+#endif
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 2, false) == 0);
 	fflush(NULL);
 	pid_t pid = fork();
