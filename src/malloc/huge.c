@@ -192,6 +192,8 @@ bool huge_free(void *p)
 	huge_cache_expire(); /* first: a stale neighbour is not merged into h */
 	if (h->lent || !huge_cache_put(h))
 		give_back(h, size);
+	else
+		pc_page_release_thread_kick(); /* a sleeping thread expires it */
 	return true;
 }
 
@@ -224,6 +226,8 @@ static void shrink(struct pc_huge_header *h, size_t old, size_t total)
 	huge_cache_expire(); /* first, as in huge_free */
 	if (old - total < 2 * PC_PAGE_SIZE || !huge_cache_put(tail))
 		os_unmap(tail, old - total);
+	else
+		pc_page_release_thread_kick(); /* as in huge_free */
 }
 
 /* Resize: shrink in place (the tail cached), grow in place into the cached

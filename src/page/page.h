@@ -548,6 +548,11 @@ bool pc_page_release_thread_wanted(void);
  * memory in a zone wakes it. For tests. */
 bool pc_page_release_thread_sleeping(void);
 uint64_t pc_page_release_thread_passes(void);
+/* A layer above has cached resident memory that only the thread's pass
+ * hooks give back (malloc's huge cache after a free): wake the thread if
+ * it sleeps, so that the memory goes within the delay and not at the
+ * sleep's 60 s backstop. One relaxed load when it does not sleep. */
+void pc_page_release_thread_kick(void);
 /* The release thread's pass hooks: functions of the layers above (the slab
  * layer's decay, sheaf_decay.c; malloc's expiry of cached huge mappings,
  * malloc/init.c) that each pass of the background thread calls first, in

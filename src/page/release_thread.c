@@ -170,8 +170,10 @@ static bool zones_clean(void)
  * relaxed load (no fence on the zones' slow paths), so a free racing with
  * the thread's last look could miss it: the wait has a backstop of
  * RELEASE_SLEEP_NS for that case only. Memory cached above the page layer
- * (sheaves, medium and huge caches) does not wake it: the next slow path's
- * decay or pc_trim returns it.
+ * wakes it only where a layer asks (pc_page_release_thread_kick: malloc's
+ * huge cache, which can hold blocks of many MiB resident); the sheaves'
+ * and the medium cache's, bounded per CPU, wait for the next slow path's
+ * decay, pc_trim or the backstop.
  */
 #define RELEASE_IDLE_PASSES 16
 #define RELEASE_SLEEP_NS (60ull * 1000000000u)
@@ -182,6 +184,11 @@ void release_thread_work(void)
 	/* Acquire/release: the exchange only elects one waker. */
 	if (pc_unlikely(pc_load_relaxed(&thread_sleeping) != 0) && pc_xchg_acq_rel(&thread_sleeping, 0))
 		release_thread_wake();
+}
+
+void pc_page_release_thread_kick(void)
+{
+	release_thread_work();
 }
 
 bool pc_page_release_thread_sleeping(void)

@@ -25,6 +25,13 @@
  *                    block's pages come down as above (review item 12:
  *                    before, a growth by realloc wanted no thread, and the
  *                    cache kept the whole block resident for good).
+ *  held_past_sleep   in a child: the second thread holds its 5 blocks
+ *                    until the release thread sleeps (every zone clean),
+ *                    then frees them: the free must wake the thread (it no
+ *                    longer sleeps, or it ran a pass since), and the pages
+ *                    come down as above. Before, the huge cache kept its
+ *                    resident blocks until the sleep's 60 s backstop
+ *                    (review of pagesidle, item 15).
  *  single_no_thread  in a child that never had a second thread, the same
  *                    burst wants the thread but starts none.
  * No verdict depends on timing: the thread's start is checked once the
@@ -111,6 +118,61 @@ TEST(burst_then_sleep)
 		return;
 	}
 	check_in_child(burst_then_sleep_child);
+}
+
+/* The burst, with the frees only once the release thread sleeps; whether
+ * the frees woke it, read right after them: it does not sleep any more, or
+ * it has run a pass since (it may have fallen asleep again). */
+static bool woke_after_free;
+
+static void *burst_held(void *arg)
+{
+	(void)arg;
+	for (size_t i = 0; i < NBLOCKS; i++) {
+		blocks[i] = pc_malloc(BLOCK);
+		REQUIRE(blocks[i] != NULL);
+		touch_pages(blocks[i], BLOCK, (char)i);
+	}
+	resident_at_peak = blocks_resident();
+	while (!pc_page_release_thread_sleeping())
+		usleep(10000); /* the watchdog ends a thread that never sleeps */
+	uint64_t passes = pc_page_release_thread_passes();
+	for (size_t i = 0; i < NBLOCKS; i++)
+		pc_free(blocks[i]);
+	woke_after_free = !pc_page_release_thread_sleeping() || pc_page_release_thread_passes() != passes;
+	return NULL;
+}
+
+/* 1: no thread; 3: not resident at the peak; 4: the frees did not wake
+ * the sleeping thread; resident pages for good: the watchdog (exit 2). */
+static int held_past_sleep_child(void)
+{
+	watchdog_install("huge_idle: held_past_sleep: no sleep, or the pages stayed resident (120 s)\n");
+	alarm(120);
+	REQUIRE(pc_malloc_init());
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 100);
+	pthread_t t;
+	REQUIRE(pthread_create(&t, NULL, burst_held, NULL) == 0);
+	REQUIRE(pthread_join(t, NULL) == 0);
+	if (!pc_page_release_thread_running()) /* from here on no allocator call */
+		return 1;
+	const size_t pages = NBLOCKS * (BLOCK >> PC_PAGE_SHIFT);
+	if (resident_at_peak < pages - pages / 8)
+		return 3;
+	if (!woke_after_free)
+		return 4;
+	while (blocks_resident() > pages / 10)
+		usleep(10000);
+	return 0;
+}
+
+TEST(held_past_sleep)
+{
+	if (os_seccomp_filtered()) {
+		printf("skipped held_past_sleep: a seccomp filter (auto starts no thread)\n");
+		return;
+	}
+	check_in_child(held_past_sleep_child);
 }
 
 /* One block grown by realloc past the floor, touched, freed. */
@@ -202,5 +264,6 @@ int main(void)
 	RUN(single_no_thread);
 	RUN(burst_then_sleep);
 	RUN(realloc_then_sleep);
+	RUN(held_past_sleep);
 	return test_report();
 }
