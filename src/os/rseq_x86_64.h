@@ -67,16 +67,18 @@ extern ptrdiff_t os_rseq_offset PC_HIDDEN;
 /* The start of a pop or a push, up to the stack's address: arm the section,
  * read the CPU number, leave for the asm goto label `fail` (a string) when
  * this thread is not registered, and load the current CPU's stack. Operands
- * %[cpu] and %[stack] (scratch), %[base] and %[off] (inputs). */
+ * %[cpu] and %[stack] (scratch), %[base] and %[off] (inputs). The sign test
+ * is the shift's: cpu_id is a 32-bit number sign-extended to 64 bits, so
+ * bits 63..31 are all its sign, and shifted left by 6 bit 63 still is (shl
+ * sets SF from its result); one instruction less than a test before it. */
 #define OS_RSEQ_STACK_ENTER(fail)                                               \
 	".Larm%=:\n\t"                                                          \
 	"leaq .Lcs%=(%%rip), %[cpu]\n\t"        /* our descriptor */            \
 	"movq %[cpu], %%fs:8(%[off])\n"         /* arm: rseq->rseq_cs = &it */  \
 	".Lstart%=:\n\t"                                                        \
 	"movslq %%fs:4(%[off]), %[cpu]\n\t"     /* cpu = rseq->cpu_id (sign-extended) */\
-	"testq %[cpu], %[cpu]\n\t"              /* negative: not registered */  \
-	"js %l[" fail "]\n\t"                                                   \
-	"shlq $6, %[cpu]\n\t"                   /* byte offset of this CPU's slot */\
+	"shlq $6, %[cpu]\n\t"                   /* byte offset of this CPU's slot; */\
+	"js %l[" fail "]\n\t"                   /* its sign: not registered */  \
 	"movq (%[base],%[cpu]), %[stack]\n\t"   /* stack = the slot's stack */
 
 /* The start of a section that must run on one given CPU and find one given
