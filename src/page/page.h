@@ -231,7 +231,11 @@ struct pc_page {
 	_Alignas(16) unsigned __int128 slab_word;
 	void *owner;           /* slab: its cache */
 	uint32_t slot_inverse; /* slab pages: free's slot test (slab.h, */
-	uint32_t slot_objects; /* pc_slab_slot_index), the owner's */
+	uint32_t slot_objects; /* pc_slab_slot_index), the owner's;
+				  slot_objects is 0 on every page that is not
+				  of a live slab (slab_new sets it, slab_discard
+				  clears it; descriptors start zeroed): free's
+				  fast path tests no state (malloc.h) */
 	_Atomic uint8_t state; /* enum pc_page_state: use pc_pg_state/_set_state */
 	_Atomic uint8_t order; /* valid for heads: use pc_pg_order/_set_order */
 	uint8_t mem;           /* heads of free blocks, free runs and pcp entries:

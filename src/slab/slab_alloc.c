@@ -265,6 +265,11 @@ void slab_discard(struct pc_cache *s, struct pc_page *slab)
 	 * maker through the allocator's own release/acquire hand-overs). */
 	pc_add_release(&c->objects_gone, (long)PC_SLAB_OBJECTS(pc_load_relaxed(&slab_word(slab)->word)));
 	pc_add_release(&c->slabs_gone, 1);
+	/* free's fast path takes a page with a non-zero slot_objects for a
+	 * slab page without testing its state (malloc.h small_slab): every page
+	 * goes back with 0 there, so a stale pointer into it is refused. */
+	for (size_t i = 0; i < ((size_t)1 << order); i++)
+		slab[i].slot_objects = 0;
 	for (size_t i = 1; i < ((size_t)1 << order); i++)
 		pc_pg_set_state(&slab[i], PC_PG_NONE);
 	slab->owner = NULL;

@@ -5,7 +5,8 @@
  *  - interior pointers of small objects (the slot's second byte, its
  *    middle; tests/unit/slab/slots.c checks every byte of a slab), of large blocks
  *    (inside the first page and on a later page) and of huge blocks;
- *  - a double free of a large block;
+ *  - a double free of a large block, a free of a slot of a slab that went
+ *    back to the page allocator (malloc_trim);
  *  - a double free of a huge block;
  *  - a stack pointer, a pointer into a foreign mapping, a pointer into
  *    unmapped memory, a page-aligned pointer with nothing mapped below it;
@@ -77,6 +78,21 @@ static void *large_freed(void)
 	p_free(p);
 	return p;
 }
+/* A slot start of a slab that went back to the page allocator: 64 blocks
+ * of a class this fresh child uses for nothing else, all freed, then
+ * malloc_trim, which flushes the sheaves and gives every empty slab back.
+ * free's fast path tests no page state (malloc.h small_slab): it must find
+ * slot_objects cleared on those pages (slab_discard). */
+static void *small_freed_slab(void)
+{
+	void *ps[64];
+	for (int i = 0; i < 64; i++)
+		ps[i] = p_malloc(3000);
+	for (int i = 0; i < 64; i++)
+		p_free(ps[i]);
+	p_malloc_trim(0);
+	return ps[0];
+}
 static void *huge_plus_64(void) { return (char *)p_malloc(8 * MiB) + 64; }
 static void *huge_next_page(void) { return (char *)p_malloc(8 * MiB) + 4096; }
 static void *stack_pointer(void)
@@ -130,6 +146,7 @@ TEST(interior_large_and_huge)
 		CHECK(refused((enum call)c, large_plus_64, "large + 64"));
 		CHECK(refused((enum call)c, large_next_page, "large + 4096"));
 		CHECK(refused((enum call)c, large_freed, "freed large"));
+		CHECK(refused((enum call)c, small_freed_slab, "slot of a slab given back"));
 		CHECK(refused((enum call)c, huge_plus_64, "huge + 64"));
 		CHECK(refused((enum call)c, huge_next_page, "huge + 4096"));
 	}

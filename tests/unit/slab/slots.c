@@ -10,10 +10,13 @@
  * slab_new) and works modulo 2^32, exact because a slab is at most 2^31
  * bytes (static assertion in slab.h): large slots (slabs of order 3 to 9)
  * are walked too, where that margin is smallest. The walker (pc_cache_check)
- * must refuse a slab whose fields are wrong.
+ * must refuse a slab whose fields are wrong. And a slab given back to the
+ * page allocator leaves no page that free's fast test (malloc.h
+ * small_slab, which tests no page state) would take for a slab page.
  */
 #include "test.h"
 
+#include "malloc/malloc.h" /* small_slab: free's fast test */
 #include "slab/slab.h"
 
 static void ctor(void *p) { (void)p; }
@@ -119,10 +122,48 @@ TEST(walker_checks_the_fields)
 	CHECK_EQ(pc_cache_destroy(s), 0);
 }
 
+/* free's fast path tests no page state: only pages of a live slab have a
+ * non-zero slot_objects (page.h). Once a slab is given back to the page
+ * allocator (here by pc_cache_shrink, its only object freed), every page of
+ * it must read 0 there, so that free's fast test (malloc.h small_slab)
+ * refuses every old slot start, on the head and on every tail page. */
+static void discarded_refused(size_t size)
+{
+	struct pc_cache *s = pc_cache_create("slots-gone", size, 0, NULL);
+	REQUIRE(s != NULL);
+	void *obj = pc_cache_alloc(s);
+	REQUIRE(obj != NULL);
+	struct pc_page *slab = pc_slab_of(obj);
+	REQUIRE(slab != NULL);
+	char *base = pc_page_address(slab);
+	size_t pages = (size_t)1 << pc_pg_order(slab);
+	size_t objects = slab->slot_objects, slot = s->size;
+	CHECK(small_slab(base) == slab && small_slab(base + (objects - 1) * slot) != NULL);
+	CHECK(small_slab(base + 1) == NULL); /* inside a slot, as before */
+	pc_cache_free(s, obj);
+	REQUIRE(pc_cache_shrink(s) > 0); /* the slab went back */
+	CHECK(pc_slab_of(obj) == NULL);
+	long accepted = 0;
+	for (size_t i = 0; i < pages; i++)
+		CHECK_EQ(slab[i].slot_objects, 0);
+	for (size_t i = 0; i < objects; i++)
+		accepted += small_slab(base + i * slot) != NULL;
+	CHECK_EQ(accepted, 0);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+TEST(discarded_slab_refused)
+{
+	static const size_t sizes[] = { 8, 64, 1000, 3000, 8192, 40000 }; /* orders 0 to 4 */
+	for (size_t i = 0; i < PC_ARRAY_SIZE(sizes); i++)
+		discarded_refused(sizes[i]);
+}
+
 int main(void)
 {
 	pc_page_init();
 	RUN(every_byte_of_a_slab);
 	RUN(walker_checks_the_fields);
+	RUN(discarded_slab_refused);
 	return test_report();
 }
