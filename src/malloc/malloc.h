@@ -375,16 +375,21 @@ PC_INLINE void *pc_malloc_inline(size_t size)
  * start of a slot of a slab, else NULL (classify() in malloc.c says why the
  * start). Every page of a slab, head or tail, holds the owner and the slot
  * test's inputs (slab.h), and only pages of a live slab have a non-zero
- * slot_objects (page.h: slab_new writes it, slab_discard clears it before
- * the pages go back), so the slot test alone refuses every other page (its
- * index is never below 0): no test of the page's state (four instructions
- * fewer; classify() on the slow paths still tests it). */
+ * slot_objects (page.h, struct pc_page: slab_new writes it, slab_discard
+ * clears it before the pages go back), so the slot test alone refuses every
+ * other page (no slot number is below a count of 0): no test of the page's
+ * state (four instructions fewer; classify() on the slow paths still tests
+ * it). Debug builds check that rule on every free that passes. */
 PC_INLINE struct pc_page *small_slab(const void *p)
 {
 	struct pc_page *pg = pc_page_of(p);
 	if (pc_unlikely(!pg))
 		return NULL;
-	return pc_likely(pc_slab_slot_index(pg, p) < pg->slot_objects) ? pg : NULL;
+	if (pc_likely(pc_slab_slot_index(pg, p) < pg->slot_objects)) {
+		pc_assert_internal(pc_pg_in_slab(pg)); /* the rule above */
+		return pg;
+	}
+	return NULL;
 }
 
 /* free's fast path: a slab object goes onto the sheaf (its checks: the

@@ -7,8 +7,10 @@
  * call directly.
  *
  * malloc and free expand the inline fast paths of malloc.h themselves; the
- * others forward to the prefixed API with a direct jump (the library is
- * built with -fno-semantic-interposition, so no PLT in between).
+ * others forward to the prefixed API, which they reach through the GOT (an
+ * indirect jump, as new.cc's operators do: the pc_ names are exported, and
+ * -fno-semantic-interposition binds only calls within one translation
+ * unit), not through a PLT stub.
  */
 #include "malloc.h"
 

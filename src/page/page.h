@@ -225,6 +225,14 @@ enum pc_mem { PC_MEM_FRESH = 0, PC_MEM_RELEASED = 1, PC_MEM_DIRTY = 2 };
  * page of a slab (PC_PG_SLAB and PC_PG_TAIL) owner, aux, slot_inverse,
  * slot_objects and slot_shift (slot_shift shares its bytes with freed_ns,
  * which the page layer writes only once the page is free again).
+ * One rule for every owner: slot_objects is 0 on every page that is not
+ * of a live slab. free's fast path (malloc.h small_slab) tests no state: a
+ * page whose slot_objects is not 0 is taken for a slab page and its owner
+ * followed. The slab layer sets it in slab_new and clears it in
+ * slab_discard before the pages go back; descriptors start zeroed and an
+ * unmapped region's are zeroed (unmap.c); no other owner writes it.
+ * (pc_page_check does not walk it; debug builds assert it on every free
+ * that passes the fast test.)
  */
 struct pc_page {
 	struct pc_list list;   /* free list, pcp list, or slab partial list */

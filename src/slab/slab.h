@@ -9,7 +9,10 @@
  * slot_inverse, slot_shift, slot_objects: pc_slab_slot_index), written once
  * by slab_new: the same in every page, slot_objects the slab word's object
  * count and the other two the cache's, for the slab's whole life
- * (pc_cache_check checks them). So free classifies an object from its own
+ * (pc_cache_check checks them); slab_discard sets slot_objects back to 0 on
+ * every page before they go back, so that free's fast test, which reads no
+ * page state (malloc.h small_slab; page.h, struct pc_page), refuses them
+ * from then on. So free classifies an object from its own
  * page's descriptor, with no detour to the head; the head of a tail page is
  * found by arithmetic (pc_slab_head: the page's index in the slab is the
  * object's offset, p & aux, over the page size), and the slab of any object
@@ -842,7 +845,11 @@ _Static_assert((PC_PAGE_SIZE << PC_MAX_ORDER) <= ((uint64_t)1 << 31),
 PC_INLINE uint32_t pc_slab_slot_index(const struct pc_page *slab, const void *p)
 {
 	uint32_t x = ((uint32_t)(uintptr_t)p & slab->aux) * slab->slot_inverse;
-	unsigned r = slab->slot_shift;
+	/* & 31: free's fast path runs this on any page, whose slot_shift may
+	 * then be the low half of freed_ns (page.h), before its slot_objects of
+	 * 0 refuses the page: the count must stay below 32 for C (x86's rotate
+	 * masks it anyway, so it costs no instruction). */
+	unsigned r = slab->slot_shift & 31;
 	return (x >> r) | (x << ((32 - r) & 31));
 }
 
@@ -1102,13 +1109,14 @@ PC_INLINE void *sheaf_free_slots(struct pc_cache *s, void *obj)
 	 * costs a compare with a memory operand and a branch, two instructions
 	 * fewer than with both loaded first. Only this thread writes them.
 	 * (Two statements: one asm goto with the load as its output made GCC
-	 * 12 jump from the failed compare back to itself, a loop.) */
+	 * 12 jump from the failed compare back to itself, a loop. The load is
+	 * volatile, so that it stays after the compare and its branch.) */
 	__asm__ volatile goto("cmpq %[last_obj], %[obj]\n\t" /* the last malloc's object? */
 		     "jne %l[other]"
 		     : : [last_obj] "m"(pc_thread_sheaf.last_obj), [obj] "r"(obj)
 		     : "cc" : other);
 	void *guess;
-	__asm__("movq %1, %0" : "=r"(guess) : "m"(pc_thread_sheaf.last_slots)); /* not hoisted */
+	__asm__ volatile("movq %1, %0" : "=r"(guess) : "m"(pc_thread_sheaf.last_slots));
 	__asm__ volatile goto("cmpq %[guess], %[slots]\n\t" /* the same cache as obj's? */
 		     "jne %l[other]"
 		     : : [guess] "r"(guess), [slots] "r"(slots)

@@ -10,6 +10,9 @@
  * makes the memory accessible again and returns to the abort handler, which
  * must re-arm and run the section again to completion.
  *
+ * And the exit of a thread that is not registered, on a stand-in for the
+ * registration whose cpu_id the test sets (not_registered_fails).
+ *
  * Skipped (reported, passing) where glibc registered no rseq area
  * (valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0) and in sanitizer builds,
  * whose runtimes handle SIGSEGV themselves.
@@ -321,16 +324,71 @@ TEST(stack_resize_abort_retries)
 	free(mem);
 }
 
+/* A thread-local stand-in for glibc's struct rseq (cpu_id_start, cpu_id,
+ * rseq_cs), which os_rseq_offset is pointed at: the kernel never sees it,
+ * so a section on it is never aborted, and its cpu_id is whatever the test
+ * writes. */
+static __thread struct {
+	uint32_t cpu_id_start;
+	int32_t cpu_id;
+	uint64_t rseq_cs;
+} fake_rseq __attribute__((aligned(32)));
+
+/* The "not registered" exit of every section that reads a CPU's stack:
+ * with a negative cpu_id (glibc's -1 before registration, -2 when it
+ * failed, and the extremes) pop, push, pop_many and push_many fail and
+ * leave the stack as it was, never indexing the slots with it (the sign
+ * test is the flags of the shift that scales cpu_id, rseq_x86_64.h). CPU 0
+ * on the same stand-in works, so the stand-in is what the sections read.
+ * Needs no registration and no kernel: runs everywhere. */
+TEST(not_registered_fails)
+{
+	ptrdiff_t saved = os_rseq_offset;
+	char *tp;
+	__asm__("movq %%fs:0, %0" : "=r"(tp)); /* glibc: the thread pointer is at %fs:0 */
+	os_rseq_offset = (char *)&fake_rseq - tp;
+	void *slots = slots_new();
+	struct os_rseq_stack *st = NULL;
+	REQUIRE(posix_memalign((void **)&st, 64, 4096) == 0);
+	st->count = 0;
+	st->capacity = CAP;
+	st->link = NULL;
+	slots_point_to(slots, st);
+	int a, b, c;
+	void *in[2] = { &b, &c }, *out[2] = { NULL, NULL };
+	fake_rseq.cpu_id = 0;
+	CHECK_EQ(os_rseq_push(slots, &a), 1);
+	CHECK_EQ(os_rseq_push(slots, &b), 1);
+	static const int32_t ids[] = { -1, -2, INT32_MIN, -65536 };
+	for (size_t i = 0; i < PC_ARRAY_SIZE(ids); i++) {
+		fake_rseq.cpu_id = ids[i];
+		CHECK(os_rseq_pop(slots) == NULL);
+		CHECK_EQ(os_rseq_push(slots, &c), 0);
+		CHECK_EQ(os_rseq_push(slots, &b), 0); /* not even the double-free test */
+		CHECK_EQ(os_rseq_pop_many(slots, out, 2), 0);
+		CHECK_EQ(os_rseq_push_many(slots, in, 2), 0);
+		CHECK_EQ(st->count, 2);
+		CHECK(st->objects[0] == &a && st->objects[1] == &b && out[0] == NULL);
+	}
+	fake_rseq.cpu_id = 0;
+	CHECK(os_rseq_pop(slots) == &b);
+	CHECK_EQ(st->count, 1);
+	os_rseq_offset = saved;
+	free(st);
+	free(slots);
+}
+
 int main(void)
 {
+	os_init();
+	RUN(not_registered_fails); /* before the skips below: it needs neither */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	printf("skipped: sanitizer build\n");
-	return 0;
+	return test_report();
 #endif
-	os_init();
 	if (!os_rseq_setup()) {
 		printf("skipped: no rseq registration\n");
-		return 0;
+		return test_report();
 	}
 	size_t unit = (size_t)sysconf(_SC_PAGESIZE);
 	page_size = (((size_t)os_cpu_count() << OS_RSEQ_SLOT_SHIFT) + unit - 1) / unit * unit;
