@@ -138,12 +138,16 @@ static void apply_setting(const char *source, const char *name, size_t name_len,
 		pc_message("%s", msg);
 }
 
-/* Environment variable of an option: PCMALLOC_ + NAME with '.' -> '_'. */
+/* Environment variable of an option: PCMALLOC_ + NAME with '.' -> '_'
+ * (cut to size; no snprintf at start-up: os_format_u in os.h says why). */
 static void env_name(const char *name, char *buf, size_t size)
 {
-	size_t n = (size_t)snprintf(buf, size, "PCMALLOC_%s", name);
-	for (size_t i = 9; i < n && i < size; i++)
-		buf[i] = buf[i] == '.' ? '_' : (char)(buf[i] >= 'a' && buf[i] <= 'z' ? buf[i] - 32 : buf[i]);
+	size_t n = 0;
+	for (const char *s = "PCMALLOC_"; *s && n + 1 < size; s++)
+		buf[n++] = *s;
+	for (const char *s = name; *s && n + 1 < size; s++)
+		buf[n++] = *s == '.' ? '_' : (char)(*s >= 'a' && *s <= 'z' ? *s - 32 : *s);
+	buf[n] = '\0';
 }
 
 static void parse_option_list(const char *list)

@@ -14,7 +14,6 @@
 #include "malloc.h"
 
 #include <errno.h>
-#include <stdio.h>
 
 const uint16_t pc_class_size[] = {
 	8, 16, 32, 48, 64, 80, 96, 112, 128,
@@ -89,7 +88,7 @@ static bool create_class(void)
 {
 	unsigned i = class_wanted;
 	char name[24];
-	snprintf(name, sizeof(name), "kmalloc-%u", pc_class_size[i]);
+	os_format_u(name, sizeof(name), "kmalloc-", pc_class_size[i], "");
 	struct pc_cache *s = pc_cache_create(name, pc_class_size[i], 0, NULL);
 	if (!s)
 		return false;

@@ -501,3 +501,25 @@ const char *os_getenv(const char *name)
 {
 	return getenv(name);
 }
+
+static size_t format_put(char *buf, size_t size, size_t at, const char *s)
+{
+	while (*s && at + 1 < size)
+		buf[at++] = *s++;
+	return at;
+}
+
+void os_format_u(char *buf, size_t size, const char *prefix, unsigned value, const char *suffix)
+{
+	char digits[12]; /* 4294967295 */
+	size_t nd = sizeof(digits) - 1;
+	digits[nd] = '\0';
+	do {
+		digits[--nd] = (char)('0' + value % 10);
+		value /= 10;
+	} while (value);
+	size_t at = format_put(buf, size, 0, prefix);
+	at = format_put(buf, size, at, digits + nd);
+	at = format_put(buf, size, at, suffix);
+	buf[at] = '\0';
+}

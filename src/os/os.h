@@ -243,6 +243,11 @@ uintptr_t os_caller_outside_self(void);
 void os_symbolize(uintptr_t addr, char *buf, size_t size);
 /* getenv() that is safe before libc is fully initialised; NULL if unset. */
 const char *os_getenv(const char *name);
+/* buf = prefix, value in decimal, suffix (cut to size, always terminated;
+ * size > 0). For the names start-up makes ("kmalloc-64", a /sys path):
+ * not snprintf, whose formatting code and tables would otherwise be all of
+ * libc's printf pages a small program touches (docs/footprint.md). */
+void os_format_u(char *buf, size_t size, const char *prefix, unsigned value, const char *suffix);
 /* Write all of buf to stderr, retrying short writes; never allocates. */
 void os_write_stderr(const char *buf, size_t len);
 

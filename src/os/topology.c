@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <sched.h>
-#include <stdio.h>
 #include <unistd.h>
 
 #define OS_CPU_WORDS ((PC_MAX_CPUS + 63) / 64)
@@ -109,8 +108,7 @@ static bool os_discover_node(unsigned node)
 {
 	char path[64];
 	uint64_t mask[OS_CPU_WORDS];
-	/* snprintf with %u only: formats on the stack, never allocates. */
-	snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/cpulist", node);
+	os_format_u(path, sizeof(path), "/sys/devices/system/node/node", node, "/cpulist");
 	if (os_read_list(path, mask, PC_MAX_CPUS) < 0)
 		return false;
 	for (unsigned cpu = 0; cpu < PC_MAX_CPUS; cpu++)

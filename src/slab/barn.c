@@ -45,7 +45,6 @@
  */
 #include "slab.h"
 
-#include <stdio.h>
 
 #define PC_BARN_MAX_SHEAVES 65536 /* raised sheaves per barn, whatever the budget allows */
 #define SHEAF_BUCKETS 8 /* capacities 4, 8, .. 512 */
@@ -69,7 +68,7 @@ bool sheaf_caches_init(void)
 			continue; /* made by an earlier, failed attempt */
 		char name[24];
 		unsigned cap = 4u << b;
-		snprintf(name, sizeof(name), "sheaf-%u", cap);
+		os_format_u(name, sizeof(name), "sheaf-", cap, "");
 		sheaf_caches[b] = slab_cache_create_internal(name,
 							     sizeof(struct pc_sheaf) + cap * sizeof(void *));
 		if (!sheaf_caches[b])

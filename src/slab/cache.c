@@ -441,7 +441,11 @@ static struct pc_cache *cache_create(const char *name, size_t size, size_t align
 	s->track_offset = geometry.track_offset;
 	s->ctor = ctor;
 	s->internal = internal;
-	snprintf(s->name, sizeof(s->name), "%s", name ? name : "unnamed");
+	/* A bounded copy, not snprintf (os_format_u in os.h says why). */
+	const char *src = name ? name : "unnamed";
+	size_t len = strnlen(src, sizeof(s->name) - 1);
+	memcpy(s->name, src, len);
+	s->name[len] = '\0';
 	cache_init_parts(s, cold);
 	slab_mutex_lock();
 	sheaf_cache_setup(s);
