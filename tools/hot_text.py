@@ -8,7 +8,7 @@ that a program enters once is resident whole. Linking the functions that
 ordinary programs enter first (start-up, malloc/free/calloc/realloc and
 their slow paths) keeps the windows of the rest (statistics reports, debug
 checks, huge blocks, control) out of a small program's RSS
-(docs/footprint.md, "The library's text in two tiers").
+(docs/footprint.md, "Cut: the functions programs enter first").
 
 How: an uprobe on the first instruction of every function of the library
 (tracefs, needs root), each workload run once with the library preloaded,
@@ -20,7 +20,7 @@ comes first and the rarer functions after it.
     sudo python3 tools/hot_text.py --build build [--out cmake/hot-text.ld]
 
 A stale list only costs pages, never correctness: a name the linker does
-not find is skipped (tests/test-hot-text.sh reports such names).
+not find is skipped (tests/hot-text.sh reports such names).
 """
 import argparse
 import os
@@ -47,7 +47,11 @@ def functions(lib):
 
 def section_name(sym):
     """The input section -ffunction-sections gives a symbol: .text.NAME for
-    NAME and its clones (NAME.part.0, NAME.constprop.0); .cold parts stay out."""
+    NAME and its clones (NAME.part.0, NAME.constprop.0). A NAME.cold part
+    (GCC's split of a function's unlikely blocks) is in .text.unlikely.NAME,
+    which the script leaves in the cold text even when a workload enters it:
+    those blocks are the rare ones (the pagemap measurements found none
+    entered)."""
     return sym.split(".")[0]
 
 
@@ -136,7 +140,7 @@ def main():
                   " * linked first, in the order tools/hot_text.py found them (the\n"
                   " * start-up and the paths an empty program, malloc(16), bench_small,\n"
                   " * bench_larson, ls, python3 and a fork enter). Generated; rerun the tool after\n"
-                  " * large changes (docs/footprint.md, \"The library's text in two tiers\").\n"
+                  " * large changes (docs/footprint.md, \"Cut: the functions programs enter first\").\n"
                   " * A name the linker does not find is skipped: a stale list costs pages,\n"
                   " * never correctness. */\n")
         out.write("SECTIONS\n{\n  .text.pc_hot : {\n")
