@@ -15,7 +15,9 @@ How: an uprobe on the first instruction of every function of the library
 the probes that fired collected. The functions are written in the order
 the workloads first enter them (the empty program's first; those a
 workload adds in address order), so that the code every program needs
-comes first and the rarer functions after it.
+comes first and the rarer functions after it; then the functions of the
+previous list that this run did not enter but the library still has (some
+slow paths run only under contention), so that the list only grows.
 
     sudo python3 tools/hot_text.py --build build [--out cmake/hot-text.ld]
 
@@ -135,6 +137,19 @@ def main():
                 if name not in seen:
                     seen.add(name)
                     names.append(name)
+    # Some slow paths run only in some runs (contention, where threads
+    # run): keep, after the rest, the names of the previous list that this
+    # run did not see but the library still defines.
+    defined = {section_name(n) for _, ns in funcs for n in ns}
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            for line in f:
+                w = line.split()
+                if w and w[0].startswith("*(.text.") and len(w) == 2:
+                    name = w[0][len("*(.text."):]
+                    if name in defined and name not in seen:
+                        seen.add(name)
+                        names.append(name)
     with open(args.out, "w") as out:
         out.write("/* cmake/hot-text.ld - the functions of libpcmalloc.so that programs enter,\n"
                   " * linked first, in the order tools/hot_text.py found them (the\n"
