@@ -15,9 +15,10 @@ How: an uprobe on the first instruction of every function of the library
 the probes that fired collected. The functions are written in the order
 the workloads first enter them (the empty program's first; those a
 workload adds in address order), so that the code every program needs
-comes first and the rarer functions after it; then the functions of the
+comes first and the rarer functions after it; the functions of the
 previous list that this run did not enter but the library still has (some
-slow paths run only under contention), so that the list only grows.
+slow paths run only under contention) go before the last workload's (a
+fork's), so that the list only grows.
 
     sudo python3 tools/hot_text.py --build build [--out cmake/hot-text.ld]
 
@@ -130,17 +131,21 @@ def main():
                       [sys.executable, "-c", "import os\nif os.fork() == 0: os._exit(0)\nos.wait()"]]
         funcs = functions(lib)
         entered = trace_workloads(lib, funcs, workloads)
-    names, seen = [], set()
+    tiers, seen = [], set()
     for fired in entered:
+        tier = []
         for i in sorted(set(fired), key=lambda i: funcs[i][0]):  # address order within a tier
             for name in map(section_name, funcs[i][1]):
                 if name not in seen:
                     seen.add(name)
-                    names.append(name)
+                    tier.append(name)
+        tiers.append(tier)
     # Some slow paths run only in some runs (contention, where threads
-    # run): keep, after the rest, the names of the previous list that this
-    # run did not see but the library still defines.
+    # run): keep the names of the previous list that this run did not see
+    # but the library still defines, before the last tier (the fork's,
+    # which only forking programs need).
     defined = {section_name(n) for _, ns in funcs for n in ns}
+    kept = []
     if os.path.exists(args.out):
         with open(args.out) as f:
             for line in f:
@@ -149,7 +154,8 @@ def main():
                     name = w[0][len("*(.text."):]
                     if name in defined and name not in seen:
                         seen.add(name)
-                        names.append(name)
+                        kept.append(name)
+    names = [n for tier in tiers[:-1] for n in tier] + kept + tiers[-1]
     with open(args.out, "w") as out:
         out.write("/* cmake/hot-text.ld - the functions of libpcmalloc.so that programs enter,\n"
                   " * linked first, in the order tools/hot_text.py found them (the\n"
