@@ -45,7 +45,6 @@
  */
 #include "slab.h"
 
-
 #define PC_BARN_MAX_SHEAVES 65536 /* raised sheaves per barn, whatever the budget allows */
 #define SHEAF_BUCKETS 8 /* capacities 4, 8, .. 512 */
 _Static_assert(4u << (SHEAF_BUCKETS - 1) == PC_SHEAF_MAX, "one bucket per power of two");
