@@ -21,6 +21,15 @@ slow paths run only under contention) go before the last workload's (a
 fork's), so that the list only grows.
 
     sudo python3 tools/hot_text.py --build build [--out cmake/hot-text.ld]
+    python3 tools/hot_text.py --build build --check
+
+--check (no root) reports instead how much of the library's text each
+workload has resident at exit (/proc/self/pagemap, read by a preloaded
+destructor), the library first dropped from the page cache so that it is
+read back as an installed one is: 64 kB is the first window alone; more
+means a function the programs enter is missing from the list (make it
+again). Not a test: the number depends on the kernel's fault-around size
+and on the folio sizes in the page cache.
 
 A stale list only costs pages, never correctness: a name the linker does
 not find is skipped (tests/hot-text.sh reports such names).
@@ -102,10 +111,73 @@ def trace_workloads(lib, funcs, workloads):
     return entered
 
 
+TEXT_RESIDENT_C = r"""
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static char maps[1 << 20];
+__attribute__((destructor)) static void text_resident(void)
+{
+	int m = open("/proc/self/maps", O_RDONLY), pm = open("/proc/self/pagemap", O_RDONLY);
+	long n, t = 0;
+	while ((n = read(m, maps + t, sizeof(maps) - 1 - t)) > 0)
+		t += n;
+	maps[t] = 0;
+	for (char *l = maps; l && *l;) {
+		char *e = strchr(l, '\n');
+		if (e)
+			*e = 0;
+		unsigned long a, b;
+		char perm[8];
+		if (strstr(l, "libpcmalloc") && sscanf(l, "%lx-%lx %4s", &a, &b, perm) == 3 && perm[2] == 'x') {
+			unsigned long on = 0;
+			for (unsigned long p = a; p < b; p += 4096) {
+				uint64_t v = 0;
+				if (pread(pm, &v, 8, (off_t)(p / 4096 * 8)) == 8 && v >> 63)
+					on++;
+			}
+			/* A file, not stderr: ls closes stderr before the destructors. */
+			int out = open(getenv("PC_TEXT_RESIDENT_OUT"), O_WRONLY | O_APPEND | O_CREAT, 0644);
+			dprintf(out, "text-resident %lu %lu\n", on * 4, (b - a) / 1024);
+			close(out);
+		}
+		l = e ? e + 1 : 0;
+	}
+}
+"""
+
+
+def check(lib, workloads, tmp):
+    """Resident text of the library at exit of each workload."""
+    src = os.path.join(tmp, "text_resident.c")
+    so = os.path.join(tmp, "text_resident.so")
+    with open(src, "w") as f:
+        f.write(TEXT_RESIDENT_C)
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", so, src], check=True)
+    fd = os.open(lib, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # read back as installed
+    os.close(fd)
+    out = os.path.join(tmp, "text_resident.out")
+    for argv in workloads:
+        if os.path.exists(out):
+            os.unlink(out)
+        env = dict(os.environ, LD_PRELOAD=lib + ":" + so, PC_TEXT_RESIDENT_OUT=out)
+        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(out if os.path.exists(out) else os.devnull) as f:
+            res = [l.split()[1:] for l in f if l.startswith("text-resident ")]
+        kb = f"{res[-1][0]} of {res[-1][1]} kB" if res else "?"
+        print(f"{kb:>16}  {' '.join(os.path.basename(a) if i == 0 else a for i, a in enumerate(argv))}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", default="cmake/hot-text.ld")
+    ap.add_argument("--check", action="store_true",
+                    help="report the text each workload keeps resident (no root, writes nothing)")
     args = ap.parse_args()
     lib = os.path.realpath(os.path.join(args.build, "libpcmalloc.so"))
     bench = os.path.join(args.build, "bench")
@@ -129,6 +201,9 @@ def main():
         workloads += [["ls", "-la", "/usr/lib"],
                       [sys.executable, "-c", "import json; print(json.dumps(list(range(1000))))"],
                       [sys.executable, "-c", "import os\nif os.fork() == 0: os._exit(0)\nos.wait()"]]
+        if args.check:
+            check(lib, workloads[:5] + workloads[8:10], tmp)  # each program once, not the fork
+            return
         funcs = functions(lib)
         entered = trace_workloads(lib, funcs, workloads)
     tiers, seen = [], set()
