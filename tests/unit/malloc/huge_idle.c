@@ -74,105 +74,103 @@ static size_t blocks_resident(void)
 	return pages;
 }
 
-static void *burst(void *arg)
+static void burst_alloc(void)
 {
-	(void)arg;
 	for (size_t i = 0; i < NBLOCKS; i++) {
 		blocks[i] = pc_malloc(BLOCK);
 		REQUIRE(blocks[i] != NULL);
 		touch_pages(blocks[i], BLOCK, (char)i);
 	}
 	resident_at_peak = blocks_resident();
+}
+
+static void burst_free(void)
+{
 	for (size_t i = 0; i < NBLOCKS; i++)
 		pc_free(blocks[i]);
+}
+
+static void *burst(void *arg)
+{
+	(void)arg;
+	burst_alloc();
+	burst_free();
 	return NULL;
 }
 
-/* 1: the thread did not start; 3: the burst was not resident at its peak;
+/* Whether the frees woke a sleeping release thread (burst_held; the other
+ * workloads do not look). */
+static bool woke_after_free = true;
+
+/* The children's common part: `work` runs on a second thread and leaves
+ * `pages` pages that `resident` counts; then the main thread makes no
+ * allocator call. 1: the thread did not start; 3: the pages were not
+ * resident at the peak; 4: the frees did not wake the sleeping thread;
  * pages that stay resident end the child by the watchdog (exit 2). */
-static int burst_then_sleep_child(void)
+static int idle_after(void *(*work)(void *), size_t pages, size_t (*resident)(void))
 {
-	watchdog_install("huge_idle: the burst's pages stayed resident (120 s)\n");
+	watchdog_install("huge_idle: no sleep, or the pages stayed resident (120 s)\n");
 	alarm(120);
 	REQUIRE(pc_malloc_init());
 	REQUIRE(pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO);
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 100);
 	pthread_t t;
-	REQUIRE(pthread_create(&t, NULL, burst, NULL) == 0);
+	REQUIRE(pthread_create(&t, NULL, work, NULL) == 0);
 	REQUIRE(pthread_join(t, NULL) == 0);
-	/* From here on no allocator call. */
 	if (!pc_page_release_thread_running())
 		return 1;
-	const size_t pages = NBLOCKS * (BLOCK >> PC_PAGE_SHIFT);
 	if (resident_at_peak < pages - pages / 8)
 		return 3;
-	while (blocks_resident() > pages / 10)
+	if (!woke_after_free)
+		return 4;
+	while (resident() > pages / 10)
 		usleep(10000);
 	return 0;
 }
 
-TEST(burst_then_sleep)
+/* Auto mode starts no thread under a seccomp filter. */
+static void check_idle_child(int (*child)(void))
 {
 	if (os_seccomp_filtered()) {
-		printf("skipped burst_then_sleep: a seccomp filter (auto starts no thread)\n");
+		printf("skipped: a seccomp filter (auto starts no thread)\n");
 		return;
 	}
-	check_in_child(burst_then_sleep_child);
+	check_in_child(child);
+}
+
+static int burst_then_sleep_child(void)
+{
+	return idle_after(burst, NBLOCKS * (BLOCK >> PC_PAGE_SHIFT), blocks_resident);
+}
+
+TEST(burst_then_sleep)
+{
+	check_idle_child(burst_then_sleep_child);
 }
 
 /* The burst, with the frees only once the release thread sleeps; whether
  * the frees woke it, read right after them: it does not sleep any more, or
  * it has run a pass since (it may have fallen asleep again). */
-static bool woke_after_free;
-
 static void *burst_held(void *arg)
 {
 	(void)arg;
-	for (size_t i = 0; i < NBLOCKS; i++) {
-		blocks[i] = pc_malloc(BLOCK);
-		REQUIRE(blocks[i] != NULL);
-		touch_pages(blocks[i], BLOCK, (char)i);
-	}
-	resident_at_peak = blocks_resident();
+	burst_alloc();
 	while (!pc_page_release_thread_sleeping())
 		usleep(10000); /* the watchdog ends a thread that never sleeps */
 	uint64_t passes = pc_page_release_thread_passes();
-	for (size_t i = 0; i < NBLOCKS; i++)
-		pc_free(blocks[i]);
+	burst_free();
 	woke_after_free = !pc_page_release_thread_sleeping() || pc_page_release_thread_passes() != passes;
 	return NULL;
 }
 
-/* 1: no thread; 3: not resident at the peak; 4: the frees did not wake
- * the sleeping thread; resident pages for good: the watchdog (exit 2). */
 static int held_past_sleep_child(void)
 {
-	watchdog_install("huge_idle: held_past_sleep: no sleep, or the pages stayed resident (120 s)\n");
-	alarm(120);
-	REQUIRE(pc_malloc_init());
-	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 100);
-	pthread_t t;
-	REQUIRE(pthread_create(&t, NULL, burst_held, NULL) == 0);
-	REQUIRE(pthread_join(t, NULL) == 0);
-	if (!pc_page_release_thread_running()) /* from here on no allocator call */
-		return 1;
-	const size_t pages = NBLOCKS * (BLOCK >> PC_PAGE_SHIFT);
-	if (resident_at_peak < pages - pages / 8)
-		return 3;
-	if (!woke_after_free)
-		return 4;
-	while (blocks_resident() > pages / 10)
-		usleep(10000);
-	return 0;
+	return idle_after(burst_held, NBLOCKS * (BLOCK >> PC_PAGE_SHIFT), blocks_resident);
 }
 
 TEST(held_past_sleep)
 {
-	if (os_seccomp_filtered()) {
-		printf("skipped held_past_sleep: a seccomp filter (auto starts no thread)\n");
-		return;
-	}
-	check_in_child(held_past_sleep_child);
+	check_idle_child(held_past_sleep_child);
 }
 
 /* One block grown by realloc past the floor, touched, freed. */
@@ -216,30 +214,12 @@ static size_t grown_resident(void)
 
 static int realloc_then_sleep_child(void)
 {
-	watchdog_install("huge_idle: the grown block's pages stayed resident (120 s)\n");
-	alarm(120);
-	REQUIRE(pc_malloc_init());
-	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 100);
-	pthread_t t;
-	REQUIRE(pthread_create(&t, NULL, grow_burst, NULL) == 0);
-	REQUIRE(pthread_join(t, NULL) == 0);
-	if (!pc_page_release_thread_running()) /* from here on no allocator call */
-		return 1;
-	const size_t pages = GROWN >> PC_PAGE_SHIFT;
-	if (resident_at_peak < pages - pages / 8)
-		return 3;
-	while (grown_resident() > pages / 10)
-		usleep(10000);
-	return 0;
+	return idle_after(grow_burst, GROWN >> PC_PAGE_SHIFT, grown_resident);
 }
 
 TEST(realloc_then_sleep)
 {
-	if (os_seccomp_filtered()) {
-		printf("skipped realloc_then_sleep: a seccomp filter (auto starts no thread)\n");
-		return;
-	}
-	check_in_child(realloc_then_sleep_child);
+	check_idle_child(realloc_then_sleep_child);
 }
 
 /* 2: the huge blocks past the floor did not want the thread; 1: a thread
