@@ -21,14 +21,24 @@
 
 static void ctor(void *p) { (void)p; }
 
+/* A new cache *s and its first object *obj; returns the object's slab. */
+static struct pc_page *first_slab(const char *name, size_t size, size_t align, void (*c)(void *),
+				  struct pc_cache **s, void **obj)
+{
+	*s = pc_cache_create(name, size, align, c);
+	REQUIRE(*s != NULL);
+	*obj = pc_cache_alloc(*s);
+	REQUIRE(*obj != NULL);
+	struct pc_page *slab = pc_slab_of(*obj);
+	REQUIRE(slab != NULL);
+	return slab;
+}
+
 static void check_cache(size_t size, size_t align, bool with_ctor)
 {
-	struct pc_cache *s = pc_cache_create("slots", size, align, with_ctor ? ctor : NULL);
-	REQUIRE(s != NULL);
-	void *obj = pc_cache_alloc(s);
-	REQUIRE(obj != NULL);
-	struct pc_page *slab = pc_slab_of(obj);
-	REQUIRE(slab != NULL);
+	struct pc_cache *s;
+	void *obj;
+	struct pc_page *slab = first_slab("slots", size, align, with_ctor ? ctor : NULL, &s, &obj);
 	char *base = pc_page_address(slab);
 	size_t bytes = PC_PAGE_SIZE << pc_pg_order(slab);
 	size_t objects = PC_SLAB_OBJECTS(atomic_load(&slab_word(slab)->word));
@@ -129,12 +139,9 @@ TEST(walker_checks_the_fields)
  * refuses every old slot start, on the head and on every tail page. */
 static void discarded_refused(size_t size)
 {
-	struct pc_cache *s = pc_cache_create("slots-gone", size, 0, NULL);
-	REQUIRE(s != NULL);
-	void *obj = pc_cache_alloc(s);
-	REQUIRE(obj != NULL);
-	struct pc_page *slab = pc_slab_of(obj);
-	REQUIRE(slab != NULL);
+	struct pc_cache *s;
+	void *obj;
+	struct pc_page *slab = first_slab("slots-gone", size, 0, NULL, &s, &obj);
 	char *base = pc_page_address(slab);
 	size_t pages = (size_t)1 << pc_pg_order(slab);
 	size_t objects = slab->slot_objects, slot = s->size;
