@@ -341,16 +341,20 @@ void zone_maybe_release(struct pc_zone *z)
  * at its end). A zone that fits in the floor never needs it. Not with no
  * delay (everything goes at once).
  */
+static void note_if_past_floor(size_t pages)
+{
+	if (pages > watermark_pages() && delay_ns() != 0)
+		release_thread_note_over_floor();
+}
+
 void zone_release_note_grown(struct pc_zone *z)
 {
-	if (pc_load_relaxed(&z->managed_hint) > watermark_pages() && delay_ns() != 0)
-		release_thread_note_over_floor();
+	note_if_past_floor(pc_load_relaxed(&z->managed_hint));
 }
 
 void pc_page_release_note_held(size_t bytes)
 {
-	if ((bytes >> PC_PAGE_SHIFT) > watermark_pages() && delay_ns() != 0)
-		release_thread_note_over_floor();
+	note_if_past_floor(bytes >> PC_PAGE_SHIFT);
 }
 
 size_t page_release_due(void)
