@@ -31,6 +31,14 @@
 static _Atomic size_t huge_mapped, huge_blocks;
 
 size_t huge_bytes_mapped(void) { return pc_load_relaxed(&huge_mapped); }
+
+/* `bytes` more mapped for live blocks. Auto mode: live huge blocks past
+ * the floor want the release thread (its hook expires what their frees
+ * leave cached; malloc's poll at the end of the call starts it). */
+static void mapped_grew(size_t bytes)
+{
+	pc_page_release_note_held(pc_add_relaxed(&huge_mapped, bytes) + bytes);
+}
 size_t huge_count(void) { return pc_load_relaxed(&huge_blocks); }
 
 /* A range lent by the page allocator for `data` bytes (page aligned), header
@@ -163,10 +171,7 @@ void *huge_alloc(size_t size, size_t align)
 		give_back(h, h->map_size);
 		return NULL;
 	}
-	/* Auto mode: live huge blocks past the floor want the release thread
-	 * (its hook expires what their frees leave cached; malloc's poll at
-	 * the end of this call starts it). */
-	pc_page_release_note_held(pc_add_relaxed(&huge_mapped, h->map_size) + h->map_size);
+	mapped_grew(h->map_size);
 	pc_add_relaxed(&huge_blocks, 1);
 	return user;
 }
@@ -250,8 +255,7 @@ void *huge_realloc(void *p, size_t size)
 		return p;
 	}
 	if (huge_cache_grow(h, total)) { /* the cached range after it */
-		/* as in huge_alloc; the caller (realloc) polls */
-		pc_page_release_note_held(pc_add_relaxed(&huge_mapped, h->map_size - old) + h->map_size - old);
+		mapped_grew(h->map_size - old); /* the caller (realloc) polls */
 		return p;
 	}
 	struct pc_huge_header *n = os_remap(h, old, total);
@@ -265,6 +269,6 @@ void *huge_realloc(void *p, size_t size)
 	}
 	n->map_base = n;
 	n->map_size = total;
-	pc_page_release_note_held(pc_add_relaxed(&huge_mapped, total - old) + total - old); /* as above */
+	mapped_grew(total - old);
 	return q;
 }
