@@ -194,6 +194,21 @@ static inline void check_in_child(int (*fn)(void))
 	CHECK_EQ(WEXITSTATUS(status), 0);
 }
 
+/* In a child that never had a second thread, auto mode: burst() takes the
+ * memory past the release floor. 2: it did not want the release thread; 1:
+ * a thread started anyway in a process that never had a second one; 0
+ * also at once where a runtime (a sanitizer's) started a thread before
+ * main. For check_in_child. */
+static inline int single_thread_burst(void (*burst)(void))
+{
+	if (!os_single_threaded())
+		return 0;
+	burst();
+	if (!pc_page_release_thread_wanted())
+		return 2;
+	return pc_page_release_thread_running() ? 1 : 0;
+}
+
 /* Size of the process's address space (statm), in bytes. */
 static inline size_t mapped_bytes(void)
 {

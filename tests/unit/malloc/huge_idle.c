@@ -90,11 +90,16 @@ static void burst_free(void)
 		pc_free(blocks[i]);
 }
 
+static void burst_here(void)
+{
+	burst_alloc();
+	burst_free();
+}
+
 static void *burst(void *arg)
 {
 	(void)arg;
-	burst_alloc();
-	burst_free();
+	burst_here();
 	return NULL;
 }
 
@@ -222,16 +227,11 @@ TEST(realloc_then_sleep)
 	check_idle_child(realloc_then_sleep_child);
 }
 
-/* 2: the huge blocks past the floor did not want the thread; 1: a thread
- * started in a process that never had a second one. */
+/* The huge blocks past the floor want the thread, which starts not
+ * (single_thread_burst). */
 static int single_no_thread_child(void)
 {
-	if (!os_single_threaded())
-		return 0; /* a runtime (a sanitizer's) started a thread before main */
-	(void)burst(NULL);
-	if (!pc_page_release_thread_wanted())
-		return 2;
-	return pc_page_release_thread_running() ? 1 : 0;
+	return single_thread_burst(burst_here);
 }
 
 TEST(single_no_thread)
