@@ -382,8 +382,11 @@ PC_INLINE void *pc_malloc_inline(size_t size)
  * it). Debug builds check that rule on every free that passes. */
 PC_INLINE struct pc_page *small_slab(const void *p)
 {
-	struct pc_page *pg = pc_page_of(p);
-	if (pc_unlikely(!pg))
+	/* The descriptor's address is computed from p; the table entry is
+	 * tested, not followed, so the descriptor's loads need not wait for it
+	 * (page.h, struct pc_region). */
+	struct pc_page *pg = pc_page_desc(p);
+	if (pc_unlikely(!pc_region_mapped(p)))
 		return NULL;
 	if (pc_likely(pc_slab_slot_index(pg, p) < pg->slot_objects)) {
 		pc_assert_internal(pc_pg_in_slab(pg)); /* the rule above */

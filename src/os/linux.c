@@ -204,6 +204,29 @@ void *os_map(size_t size, size_t align)
 	return p;
 }
 
+void *os_map_at(void *at, size_t size)
+{
+	pc_assert(size != 0 && size % PC_PAGE_SIZE == 0 && ((uintptr_t)at & (PC_PAGE_SIZE - 1)) == 0);
+	if (os_map_inject_now()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	int saved = errno;
+	/* A hint, not MAP_FIXED: the kernel takes it when the range is free. */
+	char *p = os_mmap_anon_at(at, size);
+	if (p == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (p != at) {
+		munmap(p, size);
+		errno = EEXIST;
+		return NULL;
+	}
+	errno = saved;
+	return p;
+}
+
 void os_unmap(void *p, size_t size)
 {
 	pc_assert(((uintptr_t)p & (PC_PAGE_SIZE - 1)) == 0);

@@ -28,7 +28,12 @@ void os_init(void);
  * aligned to align (a power of two >= page size). Returns NULL on failure
  * (including an injected failure), with errno = ENOMEM. */
 void *os_map(size_t size, size_t align);
-/* Unmap a range returned by os_map (or a page-aligned part of one). */
+/* Map size bytes (a page multiple) of anonymous read-write memory exactly
+ * at `at` (page aligned), replacing nothing. NULL with errno EEXIST when
+ * something is mapped in that range (or the kernel put it elsewhere), ENOMEM
+ * when refused (injected failures included: it counts as an os_map call). */
+void *os_map_at(void *at, size_t size);
+/* Unmap a range returned by os_map or os_map_at (or a page-aligned part of one). */
 void os_unmap(void *p, size_t size);
 /* Resize a mapping from os_map (mremap, may move it; contents kept). NULL
  * with errno ENOMEM on failure (injected failures included), the old mapping

@@ -299,22 +299,45 @@ void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order)
 	zone_maybe_release(z);
 }
 
-/* Map the two parts of a region: the span itself and its descriptors (the
- * zeroed descriptors of a region unmapped before, if the zone keeps one:
- * unmap.c). */
-static struct pc_region *region_map(struct pc_zone *z)
+/* A new region's span and metadata, the metadata right below the span
+ * (struct pc_region), or NULL (errno ENOMEM). The span alone first, then
+ * the metadata below it, usually free (the kernel places mappings top
+ * down); if something is there, two regions' worth, of which the second's
+ * span and the metadata below it stay. */
+static struct pc_region *region_map_fresh(void)
 {
+	const size_t meta = sizeof(struct pc_region);
 	char *base = os_map(PC_REGION_SIZE, PC_REGION_SIZE);
 	if (!base)
 		return NULL;
-	size_t meta_size = pc_align_up(sizeof(struct pc_region), PC_PAGE_SIZE);
-	struct pc_region *r = zone_spare_region(z);
-	if (!r)
-		r = os_map(meta_size, PC_REGION_META_ALIGN);
-	if (!r) {
-		os_unmap(base, PC_REGION_SIZE);
+	int saved = errno;
+	if (os_map_at(base - meta, meta))
+		return (struct pc_region *)(void *)(base - meta);
+	bool refused = errno == ENOMEM;
+	os_unmap(base, PC_REGION_SIZE);
+	if (refused)
 		return NULL;
-	}
+	errno = saved;
+	char *two = os_map(2 * PC_REGION_SIZE, PC_REGION_SIZE);
+	if (!two)
+		return NULL;
+	os_unmap(two, PC_REGION_SIZE - meta);
+	return (struct pc_region *)(void *)(two + PC_REGION_SIZE - meta);
+}
+
+/* Map a region: at the address of one unmapped before if one is free
+ * again (its zeroed metadata is still there: unmap.c), else a new one. */
+static struct pc_region *region_map(struct pc_zone *z)
+{
+	bool refused;
+	struct pc_region *r = zone_spare_remap(z, &refused);
+	if (refused)
+		return NULL;
+	if (!r)
+		r = region_map_fresh();
+	if (!r)
+		return NULL;
+	char *base = (char *)(r + 1);
 	if (page_numa_bind())
 		(void)os_bind_node(base, PC_REGION_SIZE, z->node); /* a hint: failure is harmless */
 	r->base = base;

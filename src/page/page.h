@@ -4,9 +4,11 @@
  *
  * Memory comes from the OS in regions of PC_REGION_SIZE bytes, aligned to
  * their size; each region belongs to one zone and carries one struct pc_page
- * per 4 KiB page in a separate metadata mapping. A global region table maps
- * any address to its region in O(1), so pc_page_of() finds the descriptor of
- * any page we own without searching. Free memory goes back to the OS with
+ * per 4 KiB page in a metadata mapping right below its span (struct
+ * pc_region), so the descriptor's address is computed from the page's. A
+ * global region table says in O(1) whether an address lies in a region (and
+ * which), so pc_page_of() finds the descriptor of any page we own without
+ * searching. Free memory goes back to the OS with
  * madvise (release.c); a wholly free region may also be unmapped (unmap.c),
  * under the rule below.
  *
@@ -29,8 +31,9 @@
  *     of a region is never unmapped: an unmapped region's table entry is
  *     cleared first (a reader then sees no region, or the old one), its
  *     descriptors are zeroed (a stale reader sees PC_PG_NONE: not a block,
- *     the pointer is reported as invalid) and the mapping waits on its
- *     zone's spare list for the next region the zone maps.
+ *     the pointer is reported as invalid) and the mapping, which lies right
+ *     below the span (struct pc_region), stays where it is, on its zone's
+ *     spare list, until a region is mapped at the same address again.
  *   - runs (malloc's medium and large blocks) and lent ranges (huge
  *     blocks) are read only by their owner; a free of a stale pointer into
  *     them reads descriptors only (above). So the span of a region that
@@ -293,20 +296,33 @@ PC_INLINE void pc_pg_set_order(struct pc_page *pg, unsigned order)
 
 struct pc_zone;
 
-/* A 64 MiB span of address space and the descriptors of its pages. */
+/*
+ * A 64 MiB span of address space and the descriptors of its pages. The
+ * struct is the region's metadata mapping and lies right below the span:
+ * a page for the header, then the descriptors, the last of which ends
+ * where the span begins (r->pages + PC_REGION_PAGES == r->base). So the
+ * descriptor of any address of a region is computed from the address
+ * (pc_page_desc: no load), and the table entry, which says whether a
+ * region is there at all, can be loaded beside it, not before it (free's
+ * fast path: one dependent load less). The metadata stays mapped when the
+ * span is unmapped (top of the file) and serves again only a region mapped
+ * at the same address (unmap.c, zone_spare_remap): the mapping below the
+ * span is what keeps any other region from being placed there.
+ */
 struct pc_region {
-	char *base;             /* PC_REGION_SIZE aligned */
+	char *base;             /* PC_REGION_SIZE aligned; (char *)(r + 1) */
 	struct pc_zone *zone;
 	struct pc_region *next; /* zone->regions or zone->spare_regions, under zone->lock */
 	/* Some page of it was handed out by pc_alloc_pages (maybe a slab): never
 	 * unmapped (top of the file). Set under zone->lock, never cleared while
 	 * the region is mapped; written only when false (a read-mostly line). */
 	bool keep_mapped;
-	struct pc_page pages[PC_REGION_PAGES] PC_CACHE_ALIGNED;
+	struct pc_page pages[PC_REGION_PAGES] __attribute__((aligned(4096)));
 };
-/* The metadata mapping is aligned to this, so a descriptor finds its region
- * by masking its own address. */
-#define PC_REGION_META_ALIGN ((size_t)2 << 20)
+/* Bytes of a region's descriptors (1 MiB): they end at the span's start. */
+#define PC_REGION_DESC_BYTES ((size_t)PC_REGION_PAGES * 64)
+_Static_assert(sizeof(struct pc_region) == PC_PAGE_SIZE + PC_REGION_DESC_BYTES,
+	       "struct pc_region: one header page, then the descriptors, up to the span");
 
 /* Free blocks of one order: dirty ones (maybe resident, newest at the head,
  * so the oldest, next to release, at the tail) and clean ones. */
@@ -410,8 +426,9 @@ struct pc_zone {
 	 * whole from the run heap to the buddy lists moves between the two). */
 	_Atomic size_t all_free_hint;
 	struct pc_region *regions;
-	/* Under lock: descriptor mappings of regions unmapped (unmap.c), zeroed,
-	 * reused by zone_grow before it maps new ones. */
+	/* Under lock: metadata of regions unmapped (unmap.c), zeroed, kept
+	 * mapped below their old spans; zone_grow maps a span there again
+	 * first, if that address is free (zone_spare_remap). */
 	struct pc_region *spare_regions;
 	size_t unkept_regions; /* under lock: regions without keep_mapped */
 	struct pc_mutex grow_lock;
@@ -655,33 +672,52 @@ PC_INLINE struct pc_region *pc_region_of(const void *p)
 	 * zone are visible before the pointer is. */
 	return pc_load_acquire(&pc_region_table[i]);
 }
+/* Whether p lies in a region's span: a table load that nothing waits on
+ * but a branch (the descriptor's address does not come from it). */
+PC_INLINE bool pc_region_mapped(const void *p)
+{
+	return pc_region_of(p) != NULL;
+}
+/* The descriptor of p's page if p lies in a region (pc_region_mapped):
+ * computed, no load (struct pc_region: the descriptors end at the span's
+ * base, 64 bytes a page). For any other p an address that must not be
+ * read. */
+PC_INLINE struct pc_page *pc_page_desc(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+	uintptr_t base = a & ~(uintptr_t)(PC_REGION_SIZE - 1);
+	uintptr_t offset = (a >> (PC_PAGE_SHIFT - 6)) & (PC_REGION_DESC_BYTES - 64);
+	/* In integers: for a p below the first region the sum wraps (never
+	 * read), which pointer arithmetic must not. */
+	return (struct pc_page *)(base + offset - PC_REGION_DESC_BYTES);
+}
 /* Descriptor of the page holding p, or NULL if p is not in any region. */
 PC_INLINE struct pc_page *pc_page_of(const void *p)
 {
-	struct pc_region *r = pc_region_of(p);
-	if (pc_unlikely(!r))
-		return NULL;
-	/* base is PC_REGION_SIZE aligned: p's page number in the region is a
-	 * mask, and base is not read (one load less on free's fast path); the
-	 * descriptor's byte offset is that number times 64, one shift. */
-	uintptr_t offset = ((uintptr_t)p >> (PC_PAGE_SHIFT - 6)) & ((PC_REGION_PAGES - 1) << 6);
-	return (struct pc_page *)(void *)((char *)r->pages + offset);
+	return pc_region_mapped(p) ? pc_page_desc(p) : NULL;
 }
 _Static_assert(sizeof(struct pc_page) == 64, "pc_page_of: a descriptor is 64 bytes");
 /* Descriptor of a page known to be ours (from pc_alloc_pages). */
 PC_INLINE struct pc_page *pc_page_of_owned(const void *p)
 {
-	struct pc_region *r = pc_load_acquire(&pc_region_table[(uintptr_t)p >> PC_REGION_SHIFT]);
-	return &r->pages[((uintptr_t)p & (PC_REGION_SIZE - 1)) >> PC_PAGE_SHIFT];
+	return pc_page_desc(p);
+}
+/* The region of a descriptor, and the span's base: the next region
+ * boundary above the descriptor (no load). */
+PC_INLINE uintptr_t pc_page_base(const struct pc_page *pg)
+{
+	return ((uintptr_t)pg + PC_REGION_DESC_BYTES) & ~(uintptr_t)(PC_REGION_SIZE - 1);
 }
 PC_INLINE struct pc_region *pc_page_region(const struct pc_page *pg)
 {
-	return (struct pc_region *)((uintptr_t)pg & ~(PC_REGION_META_ALIGN - 1));
+	return (struct pc_region *)(pc_page_base(pg) - sizeof(struct pc_region));
 }
 PC_INLINE void *pc_page_address(const struct pc_page *pg)
 {
-	struct pc_region *r = pc_page_region(pg);
-	return r->base + ((size_t)(pg - r->pages) << PC_PAGE_SHIFT);
+	/* The descriptors start on a 1 MiB boundary: pg's index is its offset
+	 * from there over 64. */
+	uintptr_t index = ((uintptr_t)pg & (PC_REGION_DESC_BYTES - 1)) >> 6;
+	return (void *)(pc_page_base(pg) + (index << PC_PAGE_SHIFT));
 }
 
 /* ---- layer-private: shared between the files of src/page/ ------------------ */
@@ -789,7 +825,7 @@ void pcp_decay(struct pc_zone *z);
 /* "unmap.c" */
 size_t zone_unmap_free(struct pc_zone *z, bool clean_only, size_t keep_regions);
 void zone_unmap_maybe(struct pc_zone *z);
-struct pc_region *zone_spare_region(struct pc_zone *z);
+struct pc_region *zone_spare_remap(struct pc_zone *z, bool *refused);
 /* "topology.c" */
 bool page_numa_bind(void);
 /* "run.c" */

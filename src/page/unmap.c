@@ -12,8 +12,9 @@
  * rule and the readers). Its span is unmapped; its descriptors are not
  * (lock-free readers of the table may still look at them): its table entry
  * is cleared first, then the span unmapped, the descriptors zeroed, and the
- * descriptor mapping kept on the zone's spare list, which zone_grow uses
- * before it maps a new one.
+ * metadata mapping (right below the span: page.h, struct pc_region) kept on
+ * the zone's spare list; zone_grow maps a span at such an old address
+ * first, if nothing else took it meanwhile (zone_spare_remap).
  *
  * When: pc_page_trim (all of them); pc_page_unmap_free (malloc, when the OS
  * refuses a huge block its mapping); and release passes (zone_unmap_maybe),
@@ -32,6 +33,7 @@
  */
 #include "page.h"
 
+#include <errno.h>
 #include <string.h>
 
 #define CHUNK_PAGES ((size_t)1 << PC_MAX_ORDER)
@@ -86,17 +88,14 @@ static void region_detach_locked(struct pc_zone *z, struct pc_region *r)
 	pc_store_release(&pc_region_table[(uintptr_t)r->base >> PC_REGION_SHIFT], NULL);
 }
 
-/* Zero the descriptors of a detached region, as a new mapping's are: the
- * pages after the first by madvise (no RSS kept), the first (it holds the
- * header) by hand. A stale reader sees PC_PG_NONE or an old value. */
+/* Zero the descriptors of a detached region, as a new mapping's are, by
+ * madvise (no RSS kept; they start on a page of their own). A stale reader
+ * sees PC_PG_NONE or an old value. The header keeps base (where the span
+ * may be mapped again) and zone. */
 static void region_scrub(struct pc_region *r)
 {
-	char *first = (char *)r->pages, *end = (char *)(r->pages + PC_REGION_PAGES);
-	char *rest = (char *)pc_align_up((uintptr_t)first, PC_PAGE_SIZE);
-	memset(first, 0, (size_t)(rest - first));
-	size_t bytes = pc_align_up((uintptr_t)end, PC_PAGE_SIZE) - (uintptr_t)rest;
-	if (os_release(rest, bytes) != 0)
-		memset(rest, 0, (size_t)(end - rest)); /* mlocked: zero it by hand */
+	if (os_release(r->pages, PC_REGION_DESC_BYTES) != 0)
+		memset(r->pages, 0, PC_REGION_DESC_BYTES); /* mlocked: zero it by hand */
 	r->keep_mapped = false;
 }
 
@@ -144,17 +143,48 @@ void zone_unmap_maybe(struct pc_zone *z)
 	zone_unmap_free(z, true, 1);
 }
 
-/* A descriptor mapping from the zone's spare list (zeroed), or NULL. */
-struct pc_region *zone_spare_region(struct pc_zone *z)
+/*
+ * Under z->grow_lock (zone_grow; so no fork meanwhile: prefork takes it
+ * first): a spare whose span is mapped again at its old address, right
+ * above its metadata (os_map_at), off the spare list; or NULL when there
+ * is none, when every old address is taken by another mapping (those
+ * spares stay on the list) or when the OS refuses (*refused set, errno
+ * ENOMEM; else errno is kept). The
+ * list is taken whole under the lock and the mappings tried without it;
+ * what is left goes back in front of what unmappings added meanwhile.
+ */
+struct pc_region *zone_spare_remap(struct pc_zone *z, bool *refused)
 {
+	*refused = false;
 	pc_lock_acquire(&z->lock);
-	struct pc_region *r = z->spare_regions;
-	if (r)
-		z->spare_regions = r->next;
+	struct pc_region *spares = z->spare_regions;
+	z->spare_regions = NULL;
 	pc_lock_release(&z->lock);
-	if (r)
-		r->next = NULL;
-	return r;
+	if (!spares)
+		return NULL;
+	int saved = errno;
+	struct pc_region *got = NULL, **tail = &spares;
+	for (struct pc_region *r = spares; r && !got; r = *tail) {
+		if (os_map_at(r->base, PC_REGION_SIZE)) {
+			got = r;
+			*tail = r->next; /* off the list */
+			r->next = NULL;
+		} else if (errno == ENOMEM) {
+			*refused = true; /* so would the next be */
+			break;
+		} else {
+			tail = &r->next; /* EEXIST: its address is taken, it stays */
+		}
+	}
+	if (!*refused)
+		errno = saved;
+	while (*tail)
+		tail = &(*tail)->next;
+	pc_lock_acquire(&z->lock);
+	*tail = z->spare_regions;
+	z->spare_regions = spares;
+	pc_lock_release(&z->lock);
+	return got;
 }
 
 size_t page_unmap_free(void)

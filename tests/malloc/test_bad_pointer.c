@@ -10,6 +10,9 @@
  *  - a double free of a huge block;
  *  - a stack pointer, a pointer into a foreign mapping, a pointer into
  *    unmapped memory, a page-aligned pointer with nothing mapped below it;
+ *  - pointers into pcmalloc's own metadata right below a region (its last
+ *    descriptor page and its header page: page.h, struct pc_region), which
+ *    is mapped but no region's span;
  * through free, realloc and malloc_usable_size. Each case runs in a forked
  * child with its stderr on a pipe; the parent checks that the child died of
  * SIGABRT and wrote "pcmalloc: fatal: <function>(" ... "invalid pointer".
@@ -118,6 +121,15 @@ static void *foreign_page_aligned(void)
 	munmap(m, 4096);
 	return m + 4096;
 }
+/* A region is 64 MiB, aligned to its size (page.h PC_REGION_SIZE); its
+ * metadata ends at its base: 1 MiB of descriptors, a header page below. */
+#define REGION_BYTES ((uintptr_t)64 << 20)
+static char *region_base_of_small(void)
+{
+	return (char *)((uintptr_t)p_malloc(64) & ~(REGION_BYTES - 1));
+}
+static void *region_descriptors(void) { return region_base_of_small() - 4096 + 64; }
+static void *region_header(void) { return region_base_of_small() - (1 << 20) - 4096 + 64; }
 static void *huge_freed(void)
 {
 	void *p = p_malloc(8 * MiB);
@@ -160,6 +172,8 @@ TEST(foreign)
 		CHECK(refused((enum call)c, unmapped, "unmapped"));
 		CHECK(refused((enum call)c, foreign_page_aligned, "page aligned, nothing below"));
 		CHECK(refused((enum call)c, huge_freed, "freed huge"));
+		CHECK(refused((enum call)c, region_descriptors, "a region's descriptors"));
+		CHECK(refused((enum call)c, region_header, "a region's header page"));
 	}
 }
 

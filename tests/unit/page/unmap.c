@@ -27,6 +27,15 @@
  *  unmap_free_in_place    pc_page_unmap_free (malloc's call when a huge
  *                         mapping is refused) unmaps without a trim and
  *                         leaves the per-CPU lists alone.
+ *  layout                 a region's metadata lies right below its span
+ *                         (struct pc_region): the descriptor computed from
+ *                         an address is the region's, and back; addresses in
+ *                         the metadata, and in the span of a region that was
+ *                         unmapped, have no descriptor.
+ *  spare_same_address     an unmapped region's metadata stays mapped and
+ *                         zeroed; while another mapping holds its old span
+ *                         the zone grows elsewhere and the spare stays; once
+ *                         the span is free again the zone maps it there.
  */
 #define _GNU_SOURCE
 #include "page/page.h"
@@ -211,6 +220,106 @@ TEST(unmap_free_in_place)
 	pc_page_trim();
 }
 
+TEST(layout)
+{
+	reset();
+	char *p = pc_alloc_run(3);
+	REQUIRE(p != NULL);
+	struct pc_region *r = pc_region_of(p);
+	REQUIRE(r != NULL);
+	CHECK((char *)(r + 1) == r->base);
+	CHECK((char *)(r->pages + PC_REGION_PAGES) == r->base);
+	CHECK(((uintptr_t)r->base & (PC_REGION_SIZE - 1)) == 0);
+	size_t index = (size_t)(p - r->base) >> PC_PAGE_SHIFT;
+	for (size_t i = 0; i < 3; i++) {
+		char *a = p + i * PC_PAGE_SIZE + 100;
+		struct pc_page *pg = pc_page_of(a);
+		CHECK(pg == &r->pages[index + i]);
+		CHECK(pc_page_of_owned(a) == pg);
+		CHECK(pc_page_region(pg) == r);
+		CHECK(pc_page_address(pg) == p + i * PC_PAGE_SIZE);
+	}
+	CHECK(pc_page_region(&r->pages[0]) == r && pc_page_region(&r->pages[PC_REGION_PAGES - 1]) == r);
+	CHECK(pc_page_address(&r->pages[PC_REGION_PAGES - 1]) == r->base + PC_REGION_SIZE - PC_PAGE_SIZE);
+	/* The metadata is mapped, but no region's span. */
+	CHECK(pc_page_of(r->base - 1) == NULL);
+	CHECK(pc_page_of(r->pages) == NULL);
+	CHECK(pc_page_of(r) == NULL);
+	pc_free_run(p, 3);
+	CHECK(pc_page_check());
+}
+
+/* Spare metadata on the zone's list (its lock): how many, and whether r
+ * is one. */
+static size_t spares(const struct pc_region *r, bool *found)
+{
+	size_t n = 0;
+	*found = false;
+	pc_lock_acquire(&zone->lock);
+	for (struct pc_region *s = zone->spare_regions; s; s = s->next, n++)
+		*found |= s == r;
+	pc_lock_release(&zone->lock);
+	return n;
+}
+
+/* Whether a run of runs[0..n) lies in the span at base. */
+static bool runs_at(size_t n, const char *base)
+{
+	for (size_t i = 0; i < n; i++)
+		if (runs[i] >= base && runs[i] < base + PC_REGION_SIZE)
+			return true;
+	return false;
+}
+
+TEST(spare_same_address)
+{
+	reset();
+	size_t before = regions();
+	bool found;
+	alloc_runs(CHUNKS_PER_REGION + 1); /* at least one new region */
+	struct pc_region *r = pc_region_of(runs[CHUNKS_PER_REGION]);
+	REQUIRE(r != NULL && !r->keep_mapped);
+	char *base = r->base;
+	free_runs(CHUNKS_PER_REGION + 1);
+	pc_page_trim();
+	REQUIRE(regions() == before);
+	spares(r, &found);
+	CHECK(found);
+	CHECK(pc_page_of(base) == NULL);
+	/* The metadata is still there, zeroed: a stale reader sees no block. */
+	CHECK(pc_page_region(&r->pages[0]) == r && r->base == base && r->zone == zone);
+	CHECK(pc_pg_state(&r->pages[5]) == PC_PG_NONE && r->pages[5].slot_objects == 0);
+	/* Another mapping takes the old span: the zone grows elsewhere, the
+	 * spare stays, and the other mapping's addresses are not the zone's. */
+	char *other = os_map_at(base, PC_REGION_SIZE);
+	REQUIRE(other == base);
+	alloc_runs(CHUNKS_PER_REGION + 1);
+	CHECK(regions() > before);
+	CHECK(!runs_at(CHUNKS_PER_REGION + 1, base));
+	CHECK(pc_page_of(base) == NULL && pc_page_of(base + 12345) == NULL);
+	spares(r, &found);
+	CHECK(found);
+	free_runs(CHUNKS_PER_REGION + 1);
+	pc_page_trim();
+	os_unmap(other, PC_REGION_SIZE);
+	/* Free again: the zone maps its next regions at spares' addresses
+	 * (the spare list is tried first; nothing else maps meanwhile). */
+	size_t s2 = spares(r, &found);
+	REQUIRE(found);
+	alloc_runs(CHUNKS_PER_REGION + 1);
+	size_t grown = regions() - before;
+	CHECK(grown >= 1);
+	CHECK_EQ(spares(r, &found), s2 - grown);
+	for (size_t i = 0; i < CHUNKS_PER_REGION + 1; i++) {
+		struct pc_region *n = pc_region_of(runs[i]);
+		CHECK(n->base == (char *)(n + 1));
+		CHECK(pc_page_of(runs[i]) == &n->pages[(size_t)(runs[i] - n->base) >> PC_PAGE_SHIFT]);
+	}
+	free_runs(CHUNKS_PER_REGION + 1);
+	pc_page_trim();
+	CHECK(pc_page_check());
+}
+
 int main(void)
 {
 	REQUIRE(pc_option_set(PC_OPT_VM_ZONE_INSTANCES, 1, true) == 0);
@@ -223,5 +332,7 @@ int main(void)
 	RUN(placement);
 	RUN(release_pass_unmaps);
 	RUN(unmap_free_in_place);
+	RUN(layout);
+	RUN(spare_same_address);
 	return test_report();
 }
