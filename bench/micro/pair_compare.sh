@@ -2,7 +2,7 @@
 # bench/micro/pair_compare.sh - compare malloc+free pairs of several
 # allocator libraries (two pcmalloc builds, peers), interleaved.
 #
-#   pair_compare.sh [-r ROUNDS] [-n ITERS] [-s SIZES] [-i] [-c] NAME=LIB[:fb] ...
+#   pair_compare.sh [-r ROUNDS] [-n ITERS] [-s SIZES] [-a API] [-i] [-c] NAME=LIB[:fb] ...
 #
 # LIB is a shared library for LD_PRELOAD ("glibc": none); ":fb" runs it with
 # GLIBC_TUNABLES=glibc.pthread.rseq=0 (pcmalloc's per-thread fallback).
@@ -14,13 +14,16 @@
 # instructions per malloc(64)+free pair: runs of 100000 and 300000 pairs,
 # the difference / 200000 (rounded), less the benchmark loop's own 8 instructions
 # (valgrind has no rseq, so pcmalloc runs its fallback there).
+# -a: the pair of bench_malloc_pair --api (malloc, calloc, realloc,
+# posix_memalign, aligned_alloc, new; default malloc; -i's "less 8" is the
+# malloc loop's: the others' wrappers add their own few).
 # BENCH=path/to/bench_malloc_pair (default: build/bench/bench_malloc_pair).
 # Not a test: it asserts nothing about speed.
 set -eu
-rounds=5 iters=5000000 sizes=16,64,256 instr=0 field=ns_per_pair
-while getopts r:n:s:ic opt; do
+rounds=5 iters=5000000 sizes=16,64,256 instr=0 field=ns_per_pair api=malloc
+while getopts r:n:s:a:ic opt; do
 	case $opt in
-	r) rounds=$OPTARG ;; n) iters=$OPTARG ;; s) sizes=$OPTARG ;; i) instr=1 ;;
+	r) rounds=$OPTARG ;; n) iters=$OPTARG ;; s) sizes=$OPTARG ;; a) api=$OPTARG ;; i) instr=1 ;;
 	c) field=cpu_ns_per_pair ;;
 	*) exit 2 ;;
 	esac
@@ -42,7 +45,7 @@ run() { # spec, then bench arguments
 
 for r in $(seq "$rounds"); do
 	for spec in "$@"; do
-		run "$spec" "$bench" --iters "$iters" --sizes "$sizes" |
+		run "$spec" "$bench" --iters "$iters" --sizes "$sizes" --api "$api" |
 			sed -n 's/.*"size":\([0-9]*\),.*"'$field'":\([0-9.]*\).*/\1 \2/p' >> "$out/${spec%%=*}"
 	done
 done
@@ -59,7 +62,7 @@ EOF
 )
 	if [ "$instr" = 1 ]; then
 		ir() { run "$spec" valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bench" \
-			--iters "$1" --sizes 64 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'; }
+			--iters "$1" --sizes 64 --api "$api" 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'; }
 		a=$(ir 100000) b=$(ir 300000)
 		line="$line  instructions: $(( (b - a + 100000) / 200000 - 8 ))"
 	fi

@@ -328,3 +328,16 @@ size_t pc_trim(void)
 	pc_vg_leave();
 	return released;
 }
+
+/* The hidden names of the entry points above (malloc.h). */
+#define PC_LOCAL_ALIAS(name) extern __typeof__(name) name##_local __attribute__((alias(#name)))
+PC_LOCAL_ALIAS(pc_malloc);
+PC_LOCAL_ALIAS(pc_free);
+PC_LOCAL_ALIAS(pc_calloc);
+PC_LOCAL_ALIAS(pc_realloc);
+PC_LOCAL_ALIAS(pc_reallocarray);
+PC_LOCAL_ALIAS(pc_memalign);
+PC_LOCAL_ALIAS(pc_aligned_alloc);
+PC_LOCAL_ALIAS(pc_posix_memalign);
+PC_LOCAL_ALIAS(pc_malloc_usable_size);
+PC_LOCAL_ALIAS(pc_trim);

@@ -333,6 +333,21 @@ bool huge_table_insert(const void *p);
 bool huge_table_contains(const void *p);
 bool huge_table_remove(const void *p);
 /* "malloc.c" */
+/* The exported pc_ entry points under hidden names (aliases defined in
+ * malloc.c), for the files that forward to them (override.c, new.cc): a
+ * direct jump or call. A call to the exported name from another file goes
+ * through the GOT (an indirect jump): -fno-semantic-interposition binds
+ * only calls within one translation unit. new.cc declares its own. */
+void *pc_malloc_local(size_t size) PC_HIDDEN;
+void pc_free_local(void *p) PC_HIDDEN;
+void *pc_calloc_local(size_t count, size_t size) PC_HIDDEN;
+void *pc_realloc_local(void *p, size_t size) PC_HIDDEN;
+void *pc_reallocarray_local(void *p, size_t count, size_t size) PC_HIDDEN;
+void *pc_memalign_local(size_t align, size_t size) PC_HIDDEN;
+void *pc_aligned_alloc_local(size_t align, size_t size) PC_HIDDEN;
+int pc_posix_memalign_local(void **memptr, size_t align, size_t size) PC_HIDDEN;
+size_t pc_malloc_usable_size_local(const void *p) PC_HIDDEN;
+size_t pc_trim_local(void) PC_HIDDEN;
 void *malloc_aligned(size_t align, size_t size);
 void malloc_reclaim(void);
 /* malloc's and free's slow paths (everything but a small block from or to

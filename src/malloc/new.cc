@@ -1,5 +1,7 @@
 // malloc/new.cc - C++ operator new and delete in every variant (plain,
-// array, nothrow, sized, aligned), forwarding to the prefixed C API.
+// array, nothrow, sized, aligned), forwarding to the prefixed C API through
+// its hidden names (malloc.h, pc_malloc_local, ...: a direct call or jump,
+// not one through the GOT).
 //
 // Built without exceptions or RTTI and linked as C, so that libpcmalloc.so
 // does not need the C++ runtime: a C program that preloads it does not load
@@ -29,6 +31,12 @@
 #define PC_CXX_API __attribute__((visibility("default")))
 
 extern "C" void pc_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+// The hidden aliases of pc_malloc, pc_free and pc_aligned_alloc (malloc.h,
+// which C++ does not include).
+#define PC_CXX_LOCAL __attribute__((visibility("hidden")))
+extern "C" void *pc_malloc_local(std::size_t size) PC_CXX_LOCAL;
+extern "C" void pc_free_local(void *p) PC_CXX_LOCAL;
+extern "C" void *pc_aligned_alloc_local(std::size_t align, std::size_t size) PC_CXX_LOCAL;
 
 namespace {
 
@@ -82,7 +90,7 @@ std::new_handler current_handler(void)
 
 void *try_alloc(std::size_t size, std::size_t align)
 {
-	return align ? pc_aligned_alloc(align, size ? size : 1) : pc_malloc(size);
+	return align ? pc_aligned_alloc_local(align, size ? size : 1) : pc_malloc_local(size);
 }
 
 __attribute__((noinline, cold)) void *alloc_slow(std::size_t size, std::size_t align)
@@ -129,12 +137,12 @@ PC_CXX_API void *operator new[](std::size_t n, std::align_val_t a) { return allo
 
 PC_CXX_API void *operator new(std::size_t n, const std::nothrow_t &) noexcept
 {
-	void *p = pc_malloc(n);
+	void *p = pc_malloc_local(n);
 	return p ? p : nothrow_slow(cxx().new_nt, n);
 }
 PC_CXX_API void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
 {
-	void *p = pc_malloc(n);
+	void *p = pc_malloc_local(n);
 	return p ? p : nothrow_slow(cxx().new_arr_nt, n);
 }
 PC_CXX_API void *operator new(std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept
@@ -148,15 +156,15 @@ PC_CXX_API void *operator new[](std::size_t n, std::align_val_t a, const std::no
 	return p ? p : nothrow_slow(cxx().new_arr_al_nt, n, a);
 }
 
-PC_CXX_API void operator delete(void *p) noexcept { pc_free(p); }
-PC_CXX_API void operator delete[](void *p) noexcept { pc_free(p); }
-PC_CXX_API void operator delete(void *p, const std::nothrow_t &) noexcept { pc_free(p); }
-PC_CXX_API void operator delete[](void *p, const std::nothrow_t &) noexcept { pc_free(p); }
-PC_CXX_API void operator delete(void *p, std::size_t) noexcept { pc_free(p); }
-PC_CXX_API void operator delete[](void *p, std::size_t) noexcept { pc_free(p); }
-PC_CXX_API void operator delete(void *p, std::align_val_t) noexcept { pc_free(p); }
-PC_CXX_API void operator delete[](void *p, std::align_val_t) noexcept { pc_free(p); }
-PC_CXX_API void operator delete(void *p, std::size_t, std::align_val_t) noexcept { pc_free(p); }
-PC_CXX_API void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { pc_free(p); }
-PC_CXX_API void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { pc_free(p); }
-PC_CXX_API void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { pc_free(p); }
+PC_CXX_API void operator delete(void *p) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete[](void *p) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete(void *p, const std::nothrow_t &) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete[](void *p, const std::nothrow_t &) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete(void *p, std::size_t) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete[](void *p, std::size_t) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete(void *p, std::align_val_t) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete[](void *p, std::align_val_t) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete(void *p, std::size_t, std::align_val_t) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { pc_free_local(p); }
+PC_CXX_API void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { pc_free_local(p); }

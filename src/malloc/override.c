@@ -7,10 +7,10 @@
  * call directly.
  *
  * malloc and free expand the inline fast paths of malloc.h themselves; the
- * others forward to the prefixed API, which they reach through the GOT (an
- * indirect jump, as new.cc's operators do: the pc_ names are exported, and
- * -fno-semantic-interposition binds only calls within one translation
- * unit), not through a PLT stub.
+ * others forward to the prefixed API through its hidden names (malloc.h,
+ * pc_calloc_local, ...): a direct jump, not one through the GOT (the pc_
+ * names are exported, and -fno-semantic-interposition binds only calls
+ * within one translation unit).
  */
 #include "malloc.h"
 
@@ -24,35 +24,35 @@
 /* The whole fast path in each (malloc.h), not a jump to pc_malloc/pc_free. */
 PC_API void *malloc(size_t size) { return pc_malloc_inline(size); }
 PC_API void free(void *p) { pc_free_inline(p); }
-PC_API void *calloc(size_t n, size_t size) { return pc_calloc(n, size); }
-PC_API void *realloc(void *p, size_t size) { return pc_realloc(p, size); }
-PC_API void *reallocarray(void *p, size_t n, size_t size) { return pc_reallocarray(p, n, size); }
+PC_API void *calloc(size_t n, size_t size) { return pc_calloc_local(n, size); }
+PC_API void *realloc(void *p, size_t size) { return pc_realloc_local(p, size); }
+PC_API void *reallocarray(void *p, size_t n, size_t size) { return pc_reallocarray_local(p, n, size); }
 PC_API int posix_memalign(void **memptr, size_t align, size_t size)
 {
-	return pc_posix_memalign(memptr, align, size);
+	return pc_posix_memalign_local(memptr, align, size);
 }
-PC_API void *aligned_alloc(size_t align, size_t size) { return pc_aligned_alloc(align, size); }
-PC_API void *memalign(size_t align, size_t size) { return pc_memalign(align, size); }
-PC_API void *valloc(size_t size) { return pc_memalign(PC_PAGE_SIZE, size); }
+PC_API void *aligned_alloc(size_t align, size_t size) { return pc_aligned_alloc_local(align, size); }
+PC_API void *memalign(size_t align, size_t size) { return pc_memalign_local(align, size); }
+PC_API void *valloc(size_t size) { return pc_memalign_local(PC_PAGE_SIZE, size); }
 PC_API void *pvalloc(size_t size)
 {
 	if (size > PC_REQUEST_MAX) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	return pc_memalign(PC_PAGE_SIZE, size ? pc_align_up(size, PC_PAGE_SIZE) : PC_PAGE_SIZE);
+	return pc_memalign_local(PC_PAGE_SIZE, size ? pc_align_up(size, PC_PAGE_SIZE) : PC_PAGE_SIZE);
 }
-PC_API size_t malloc_usable_size(void *p) { return pc_malloc_usable_size(p); }
+PC_API size_t malloc_usable_size(void *p) { return pc_malloc_usable_size_local(p); }
 /* glibc removed cfree from its headers in 2.26 but old binaries call it. */
 PC_API void cfree(void *p);
-PC_API void cfree(void *p) { pc_free(p); }
+PC_API void cfree(void *p) { pc_free_inline(p); }
 
 /* glibc: 1 if memory was released to the OS, else 0. `pad` is ignored: we
  * keep no heap top to pad. */
 PC_API int malloc_trim(size_t pad)
 {
 	(void)pad;
-	return pc_trim() > 0;
+	return pc_trim_local() > 0;
 }
 
 /* glibc names with a documented mapping to pcmalloc tunables; the others
@@ -131,16 +131,16 @@ PC_API int malloc_info(int options, FILE *fp)
 	}
 	/* Measure, then format; retry if the report grew in between. */
 	for (size_t need = pcmalloc_stats_format("xml", NULL, 0); need > 0;) {
-		char *buf = pc_malloc(need + 1);
+		char *buf = pc_malloc_local(need + 1);
 		if (!buf)
 			return -1;
 		size_t len = pcmalloc_stats_format("xml", buf, need + 1);
 		if (len <= need) {
 			size_t written = fwrite(buf, 1, len, fp);
-			pc_free(buf);
+			pc_free_local(buf);
 			return written == len ? 0 : -1;
 		}
-		pc_free(buf);
+		pc_free_local(buf);
 		need = len;
 	}
 	return -1;
