@@ -378,10 +378,30 @@ static void delay_changed(long value)
 	release_thread_wake();
 }
 
+/*
+ * vm.release_thread changed live (release_thread.c's own hook wakes the
+ * thread and, at 0, forgets that one was wanted). Set to auto, the zones
+ * already grown past the floor want the thread again, as their growth did
+ * (zone_release_note_grown): their frees alone could leave more than the
+ * floor resident, with no further growth and perhaps no pass over the
+ * floor to ask again (a gap found by the review of pagesidle). Live huge
+ * blocks past the floor ask again at their next growth. The next poll
+ * starts it, under the usual rules (a second thread, no seccomp filter).
+ * No zone at start-up.
+ */
+static void thread_mode_changed(long value)
+{
+	if (value != PC_RELEASE_THREAD_AUTO)
+		return;
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		zone_release_note_grown(pc_zone_get(i));
+}
+
 void zone_release_init(void)
 {
 	release_thread_init();
 	pc_option_on_change(PC_OPT_VM_RELEASE_DELAY_MS, delay_changed);
+	pc_option_on_change(PC_OPT_VM_RELEASE_THREAD, thread_mode_changed);
 }
 
 /* In a fork child: no thread, no releaser of the parent exists there. A

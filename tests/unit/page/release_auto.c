@@ -33,6 +33,10 @@
  *                        leaves dirty memory in a zone wakes it, and its
  *                        passes release that memory; set to 0, the
  *                        sleeping thread leaves.
+ *  live_auto_wants_again the thread off and not wanted, the zones grown
+ *                        past the floor long ago: set to auto live, the
+ *                        thread is wanted at once and the next poll starts
+ *                        it; with the floor above every zone, not wanted.
  *  fork_child_single     (review of pagesidle, item 14) the child of this
  *                        multi-threaded process inherits zones past the
  *                        floor: it wants the thread, but a poll from its
@@ -222,6 +226,34 @@ TEST(idle_thread_sleeps)
 	pc_page_trim();
 }
 
+/* The thread is off, nothing wanted, and the zones have long been grown
+ * past the floor (8 MiB here). Set to auto live, those zones want the
+ * thread again, as their growth did: no new growth or pass over the floor
+ * is needed (before, only one of those, or pc_trim, asked again). */
+TEST(live_auto_wants_again)
+{
+	REQUIRE(pc_option(PC_OPT_VM_RELEASE_THREAD) == 0);
+	CHECK(!pc_page_release_thread_running());
+	CHECK(!pc_page_release_thread_wanted());
+	size_t managed = 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		managed += pc_load_relaxed(&pc_zone_get(i)->managed_hint);
+	REQUIRE(managed > FLOOR_PAGES);
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 2, false) == 0);
+	CHECK(pc_page_release_thread_wanted());
+	pc_page_release_thread_poll(); /* the process has had a second thread */
+	CHECK(pc_page_release_thread_running());
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 0, false) == 0);
+	wait_thread_gone();
+	CHECK(!pc_page_release_thread_wanted());
+	/* Set to auto again with every zone under the floor: not wanted. */
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 4000000, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 2, false) == 0);
+	CHECK(!pc_page_release_thread_wanted());
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 0, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192, false) == 0);
+}
+
 #if !defined(__SANITIZE_THREAD__)
 static void *poll_thread(void *arg)
 {
@@ -286,6 +318,7 @@ int main(void)
 	}
 	RUN(thread_keeps_peak);
 	RUN(idle_thread_sleeps);
+	RUN(live_auto_wants_again);
 	RUN(fork_child_single);
 	return test_report();
 }
