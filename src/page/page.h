@@ -63,7 +63,8 @@
  * a zone's dirty memory outgrows the floor below). The dirty free memory of
  * a zone is also bounded, so that it never lifts the zone's footprint (in
  * use + dirty free) above the most it had in use in the last two windows of
- * a quarter delay each (release.c, bound_pages): above
+ * a delay each (release.c, bound_pages; so memory freed at a peak is kept
+ * for the delay, then goes by age): above
  * max(vm.release_watermark_kb, a quarter of the memory in use (the floor),
  * and, only while the thread does the passes
  * (pc_page_release_thread_active), that recent peak of use less the use
@@ -392,8 +393,8 @@ struct pc_zone {
 	_Atomic uint64_t next_pass_ns;
 	_Atomic size_t managed_hint; /* copy of managed_pages, for the bound */
 	/* The most pages in use (managed - free - release_held) seen in the
-	 * current and the previous window (a quarter of the release delay or
-	 * more; release.c, bound_pages): under lock; peak_hint is the max of
+	 * current and the previous window (the release delay or more;
+	 * release.c, bound_pages): under lock; peak_hint is the max of
 	 * the two, for lock-free looks. */
 	size_t peak_used[2];
 	uint64_t peak_roll_ns;     /* under lock: when the window rolls next */
@@ -603,6 +604,9 @@ size_t pc_page_release_thread_pass(void);
  * without sleeping. Every release decision reads this clock. */
 uint64_t pc_page_clock_ns(void);
 void pc_page_clock_advance(uint64_t ns);
+/* For tests: forget every zone's recent peak of use (release.c), as two
+ * window rolls with nothing in use between would, without the clock. */
+void pc_page_release_forget_peak(void);
 
 unsigned pc_node_count(void);
 unsigned pc_cpu_node(unsigned cpu);

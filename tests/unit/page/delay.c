@@ -20,8 +20,10 @@
  *  bound_oldest_first   vm.release_thread on (the option only: the bound then
  *                       has its peak part), watermark 8 MiB, 64 MiB freed:
  *                       kept while the peak of
- *                       use counts (the footprint stays within it); two
- *                       passes a quarter delay apart later, the zone keeps at
+ *                       use counts (the footprint stays within it), also
+ *                       at two passes a quarter delay apart (the peak's
+ *                       windows last a delay); with the peak forgotten
+ *                       (as a delay or two later), the next pass keeps at
  *                       most the bound, and what it released is the oldest.
  *  trim_at_once         pc_page_trim releases everything, delay or not.
  *  thread_live          vm.release_thread turned on live: the thread starts
@@ -135,10 +137,13 @@ TEST(bound_oldest_first)
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
 	}
 	CHECK(dirty_pages_total(false) >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)); /* the peak's */
-	for (int pass = 0; pass < 2; pass++) { /* the peak leaves both windows */
+	for (int pass = 0; pass < 2; pass++) { /* the peak's windows last a delay */
 		pc_page_clock_advance(DELAY_NS / 4 + 1000000);
 		pc_page_release_due();
 	}
+	CHECK(dirty_pages_total(false) >= NBLOCKS * (BLOCK >> PC_PAGE_SHIFT)); /* still the peak's */
+	pc_page_release_forget_peak(); /* as two rolls would, a delay or more on */
+	pc_page_release_due(); /* half the delay: nothing due by age */
 	CHECK(dirty_pages_total(false) <= 2048);
 	/* The newest block is the one kept; the first freed was released. */
 	struct pc_page *first = pc_page_of(blocks[0]), *last = pc_page_of(blocks[NBLOCKS - 1]);

@@ -10,12 +10,13 @@
  *      starts the thread, malloc's slow paths do), vm.release_watermark_kb =
  *      8 MiB and a delay of an hour: 256 MiB of
  *      touched order-PC_MAX_ORDER blocks freed. The footprint stays within
- *      the recent peak of use, so all of it is kept (resident) at first; a
- *      pass a quarter delay later (the peak's window rolls) still keeps it;
- *      the next one, another quarter later (the peak has left both windows,
- *      and nothing is due by age yet), releases down to the bound (the
- *      watermark, once nothing is in use): the resident size drops by at
- *      least 200 MiB and at most a watermark's worth stays dirty.
+ *      the recent peak of use, so all of it is kept (resident), at the
+ *      passes a quarter, a half and three quarters of the delay later too
+ *      (the peak's windows last a delay); allocated and touched again then,
+ *      it costs fewer than 1/16 of its pages in minor faults (getrusage);
+ *      freed again and a delay later it goes by age: the resident size
+ *      drops by at least 200 MiB and at most a watermark's worth stays
+ *      dirty.
  *  (a2) Fragments that cannot be reused: 256 MiB of order-7 blocks, every
  *      other one freed (128 MiB of dirty pieces no order-PC_MAX_ORDER block
  *      can use), then 64 MiB of order-PC_MAX_ORDER blocks taken: the use
@@ -116,21 +117,34 @@ TEST(release_at_watermark)
 	size_t r1 = os_resident_bytes();
 	CHECK(r1 >= r0 + 250 * MiB);
 	free_blocks();
-	/* Within the peak: kept, resident, reusable without a fault. */
+	/* Within the peak: kept, resident, reusable without a fault, at every
+	 * timed pass until the delay has passed (the peak's windows last a
+	 * delay; they lasted a quarter, and half a delay released it). */
 	CHECK(dirty_pages_total(false) >= (248 * MiB >> PC_PAGE_SHIFT));
 	CHECK(os_resident_bytes() + 16 * MiB >= r1);
-	pc_page_clock_advance(QUARTER_DELAY_NS);
-	pc_page_release_due(); /* the window rolls: the peak is the previous one's */
-	CHECK(dirty_pages_total(false) >= (248 * MiB >> PC_PAGE_SHIFT));
-	pc_page_clock_advance(QUARTER_DELAY_NS);
-	pc_page_release_due(); /* rolls again: the peak is gone, half the delay is not */
+	for (int q = 1; q <= 3; q++) {
+		pc_page_clock_advance(QUARTER_DELAY_NS);
+		pc_page_release_due();
+		CHECK(dirty_pages_total(false) >= (248 * MiB >> PC_PAGE_SHIFT));
+	}
+	/* Three quarters of the delay later, the next round reuses it. */
+	long f0 = minor_faults();
+	alloc_touch(256 * MiB, 0x12);
+	long faults = minor_faults() - f0;
+	CHECK(faults < (long)((256 * MiB) >> PC_PAGE_SHIFT) / 16);
+	if (faults >= (long)((256 * MiB) >> PC_PAGE_SHIFT) / 16)
+		fprintf(stderr, "  %ld minor faults reusing 256 MiB 3/4 delay later\n", faults);
+	free_blocks();
+	/* Once it has stayed free for the delay it goes, by age. */
+	pc_page_clock_advance(4 * QUARTER_DELAY_NS);
+	pc_page_release_due();
 	size_t r2 = os_resident_bytes();
 	CHECK(r2 + 200 * MiB <= r1);
 	if (r2 + 200 * MiB > r1)
 		fprintf(stderr, "  resident %zu MiB touched, %zu MiB after the passes\n",
 			r1 / MiB, r2 / MiB);
-	/* What stays dirty is bounded by the watermark (8 MiB = 2048 pages):
-	 * nothing is in use any more. */
+	/* Nothing is in use any more: at most the watermark (8 MiB = 2048
+	 * pages) stays dirty (none here: all of it was due). */
 	CHECK(dirty_pages_total(false) <= 2048);
 	CHECK(pc_page_check());
 }
@@ -144,9 +158,9 @@ TEST(fragments_released_past_peak)
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 1, false) == 0); /* the peak part */
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192, false) == 0);
 	pc_page_trim();
-	pc_page_clock_advance(QUARTER_DELAY_NS); /* two passes: no old peak left */
+	pc_page_clock_advance(4 * QUARTER_DELAY_NS); /* two passes a delay apart: no old peak left */
 	pc_page_release_due();
-	pc_page_clock_advance(QUARTER_DELAY_NS);
+	pc_page_clock_advance(4 * QUARTER_DELAY_NS);
 	pc_page_release_due();
 	for (size_t i = 0; i < PIECES; i++) {
 		pieces[i] = pc_alloc_pages(PIECE_ORDER);

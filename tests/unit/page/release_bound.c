@@ -15,8 +15,8 @@
  * no timing.
  *
  *  (a) bound_followed: 16 touched blocks of order PC_MAX_ORDER (4 MiB: the
- *      peak of use); 9 freed under a 1 GiB watermark (kept); the peak's
- *      windows rolled twice, so the peak is the use now (7 blocks); the
+ *      peak of use); 9 freed under a 1 GiB watermark (kept); the peak
+ *      forgotten (pc_page_release_forget_peak: the use now, 7 blocks); the
  *      watermark back to 8 MiB (2 blocks): freeing the 10th runs a pass
  *      over the bound (the watermark, 2 blocks, more than a quarter of the
  *      use or the peak less the use). At the pass's first batch (8 blocks)
@@ -26,7 +26,7 @@
  *      With the bound read once, 2 blocks stayed.
  *  (b) in_flight_no_peak: a pass that takes more than the use's peak off
  *      the lists at once (the same 16 blocks, all freed and kept under a
- *      1 GiB watermark, the peak's windows rolled while nothing is in use,
+ *      1 GiB watermark, the peak forgotten while nothing is in use,
  *      then released by a trim in one batch) leaves the zone's peak where
  *      it was: pages on their way to the OS are not use.
  * pc_page_check() after each.
@@ -45,7 +45,6 @@
 #define BLOCK_PAGES ((size_t)1 << PC_MAX_ORDER)
 #define NBLOCKS 16
 #define KEEP_FREED 9 /* (a): freed before the pass */
-#define QUARTER_DELAY_NS (900ull * 1000000000u + 1000000u) /* 15 min + 1 ms */
 
 static char *blocks[NBLOCKS];
 static struct pc_zone *zone;
@@ -62,14 +61,12 @@ static void alloc_all(void)
 	}
 }
 
-/* Roll the peak's windows twice (two timed passes a quarter delay apart):
- * the peak is then the use at the second roll. */
+/* Forget the peak of use: it is then the use now. Two window rolls by the
+ * clock would take two delays, and everything freed before them would be
+ * due by age; these tests need the bound alone. */
 static void forget_peak(void)
 {
-	for (int i = 0; i < 2; i++) {
-		pc_page_clock_advance(QUARTER_DELAY_NS);
-		pc_page_release_due();
-	}
+	pc_page_release_forget_peak();
 }
 
 static size_t zone_dirty(void)
