@@ -39,6 +39,12 @@ static void mapped_grew(size_t bytes)
 {
 	pc_page_release_note_held(pc_add_relaxed(&huge_mapped, bytes) + bytes);
 }
+/* `bytes` fewer: the page layer keeps the live total, so that the release
+ * thread set to auto live is wanted only if they are still past the floor. */
+static void mapped_shrank(size_t bytes)
+{
+	pc_page_release_note_held(pc_sub_relaxed(&huge_mapped, bytes) - bytes);
+}
 size_t huge_count(void) { return pc_load_relaxed(&huge_blocks); }
 
 /* A range lent by the page allocator for `data` bytes (page aligned), header
@@ -192,7 +198,7 @@ bool huge_free(void *p)
 	struct pc_huge_header *h = (struct pc_huge_header *)(void *)((char *)p - PC_PAGE_SIZE);
 	size_t size = h->map_size;
 	h->magic = 0;
-	pc_sub_relaxed(&huge_mapped, size);
+	mapped_shrank(size);
 	pc_sub_relaxed(&huge_blocks, 1);
 	huge_cache_expire(); /* first: a stale neighbour is not merged into h */
 	if (h->lent || !huge_cache_put(h))
@@ -249,7 +255,7 @@ void *huge_realloc(void *p, size_t size)
 		return NULL; /* the caller moves the block */
 	if (total <= old) {
 		h->map_size = total; /* before the tail is published */
-		pc_sub_relaxed(&huge_mapped, old - total);
+		mapped_shrank(old - total);
 		if (total < old)
 			shrink(h, old, total);
 		return p;

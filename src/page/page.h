@@ -549,8 +549,9 @@ enum pc_release_thread_mode {
  * slow path. Cheap when nothing is to be done. */
 void pc_page_release_thread_poll(void);
 /* Auto mode: the layer above holds `bytes` outside the zones (malloc's huge
- * blocks, live) whose frees could leave that much free and resident in a
- * program that then makes no call. More than the floor
+ * blocks, live; told at each change, up or down) whose frees could leave
+ * that much free and resident in a program that then makes no call. More
+ * than the floor
  * (vm.release_watermark_kb) wants the thread, as a zone grown past it does
  * (release.c, zone_release_note_grown); the next poll starts it. Not with
  * a delay of 0. Cheap: two option reads. */
@@ -568,7 +569,9 @@ bool pc_page_release_thread_active(void);
  * lists and run heap) over its floor, or a zone grew past the floor
  * (zone_release_note_grown: its frees alone could then pass it), or the
  * layer above holds more than the floor outside the zones
- * (pc_page_release_note_held: huge blocks), with no thread running, so the
+ * (pc_page_release_note_held: huge blocks), or, for what is past the floor
+ * already, the option was set to auto or the delay from 0 live
+ * (zone_release_note_all), with no thread running, so the
  * next pc_page_release_thread_poll starts one
  * (cleared in a fork child, when the thread exits, when the option is set
  * to 0, and when a seccomp filter keeps it from starting). For tests. */
@@ -790,6 +793,7 @@ int page_release_memory(void *p, size_t bytes);
 void zone_maybe_release(struct pc_zone *z);
 void zone_release_if_over(struct pc_zone *z);
 void zone_release_note_grown(struct pc_zone *z);
+void zone_release_note_all(void);
 void zone_release_fork_child(void);
 void zone_release_init(void);
 /* "release_thread.c" */

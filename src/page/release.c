@@ -18,7 +18,9 @@
  * the default: once a pass finds a zone's free resident memory over the
  * floor of its bound, a zone grows past the floor or a fork child
  * inherits one that did (zone_release_note_grown), or malloc's live huge
- * blocks pass it (pc_page_release_note_held), with no thread running, the
+ * blocks pass it (pc_page_release_note_held), or the option is set to auto
+ * or the delay from 0 live while some of these are past it
+ * (zone_release_note_all), with no thread running, the
  * next malloc slow path starts it if the process already has a second
  * thread; it sleeps without periodic wake-ups after RELEASE_IDLE_PASSES
  * passes that found every zone clean, and leaves only when set to 0; so a
@@ -376,9 +378,31 @@ void zone_release_note_grown(struct pc_zone *z)
 	note_if_past_floor(pc_load_relaxed(&z->managed_hint));
 }
 
+/* The bytes malloc's live huge blocks hold, as last told (relaxed: a stale
+ * value wants the thread once too often or once too few). */
+static _Atomic size_t held_bytes;
+
 void pc_page_release_note_held(size_t bytes)
 {
+	pc_store_relaxed(&held_bytes, bytes);
 	note_if_past_floor(bytes >> PC_PAGE_SHIFT);
+}
+
+/*
+ * Auto mode, with no thread running: want it again for every zone grown
+ * past the floor and for live huge blocks past it, as their growth did.
+ * For when the thread would otherwise be wanted by nothing that still
+ * happens: vm.release_thread set to auto live (thread_mode_changed), a
+ * delay set from 0 live (note_if_past_floor skipped every growth while it
+ * was 0), a fork child (zone_release_fork_child), and a thread that left
+ * while the option went 0 and back to auto (release_thread_main's exit:
+ * the set to auto found it still running and wanted nothing).
+ */
+void zone_release_note_all(void)
+{
+	for (unsigned i = 0; i < pc_zone_count(); i++) /* none yet at start-up */
+		zone_release_note_grown(pc_zone_get(i));
+	note_if_past_floor(pc_load_relaxed(&held_bytes) >> PC_PAGE_SHIFT);
 }
 
 size_t page_release_due(void)
@@ -399,26 +423,23 @@ static void delay_changed(long value)
 	for (unsigned i = 0; i < pc_zone_count(); i++) /* none yet at start-up */
 		pc_store_relaxed(&pc_zone_get(i)->next_pass_ns, 0);
 	(void)value;
+	zone_release_note_all(); /* from 0: growths meanwhile wanted nothing */
 	release_thread_wake();
 }
 
 /*
  * vm.release_thread changed live (release_thread.c's own hook wakes the
- * thread and, at 0, forgets that one was wanted). Set to auto, the zones
- * already grown past the floor want the thread again, as their growth did
- * (zone_release_note_grown): their frees alone could leave more than the
- * floor resident, with no further growth and perhaps no pass over the
- * floor to ask again (a gap found by the review of pagesidle). Live huge
- * blocks past the floor ask again at their next growth. The next poll
- * starts it, under the usual rules (a second thread, no seccomp filter).
- * No zone at start-up.
+ * thread and, at 0, forgets that one was wanted). Set to auto, what is
+ * already past the floor wants the thread again, as its growth did
+ * (zone_release_note_all): no further growth, and perhaps no pass over the
+ * floor, would ask again (a gap found by the review of pagesidle). The
+ * next poll starts it, under the usual rules (a second thread, no seccomp
+ * filter).
  */
 static void thread_mode_changed(long value)
 {
-	if (value != PC_RELEASE_THREAD_AUTO)
-		return;
-	for (unsigned i = 0; i < pc_zone_count(); i++)
-		zone_release_note_grown(pc_zone_get(i));
+	if (value == PC_RELEASE_THREAD_AUTO)
+		zone_release_note_all();
 }
 
 void zone_release_init(void)
@@ -436,9 +457,7 @@ void zone_release_init(void)
 void zone_release_fork_child(void)
 {
 	release_thread_fork_child();
-	for (unsigned i = 0; i < pc_zone_count(); i++) {
-		struct pc_zone *z = pc_zone_get(i);
-		pc_store_relaxed(&z->releasing, 0);
-		zone_release_note_grown(z);
-	}
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		pc_store_relaxed(&pc_zone_get(i)->releasing, 0);
+	zone_release_note_all();
 }

@@ -43,7 +43,10 @@
  * thread does not exist). thread_wanted (auto): set by a pass that found its
  * zone's free resident memory over the floor, by a zone's growth past the
  * floor (and in a fork child for the zones it inherits so), or by live
- * huge blocks past it, with no thread running; the next poll (a malloc
+ * huge blocks past it, or, for what is past it already, by the option set
+ * to auto or the delay set from 0 live and by a thread that left while the
+ * option went back to auto (release.c, zone_release_note_all), with no
+ * thread running; the next poll (a malloc
  * slow path, no lock held) starts the thread. Cleared in a fork child
  * first, when the thread exits and when the option is set to 0.
  * retry_ns: after a failed start, no new try before this page-clock time.
@@ -225,6 +228,10 @@ static void *release_thread_main(void *arg)
 	pc_store_relaxed(&thread_wanted, false);
 	/* Release: a poll that sees 0 may start a new thread at once. */
 	pc_store_release(&thread_state, 0);
+	/* Set back to auto while this thread was leaving: that set saw it
+	 * running and wanted nothing (review of midfaults, item 1). */
+	if (pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO)
+		zone_release_note_all();
 	return NULL;
 }
 

@@ -38,7 +38,9 @@
  *  live_auto_wants_again the thread off and not wanted, the zones grown
  *                        past the floor long ago: set to auto live, the
  *                        thread is wanted at once and the next poll starts
- *                        it; with the floor above every zone, not wanted.
+ *                        it; with the floor above every zone, not wanted;
+ *                        with a delay of 0, not wanted, and wanted again
+ *                        when the delay is set back live.
  *  fork_child_single     (review of pagesidle, item 14) the child of this
  *                        multi-threaded process inherits zones past the
  *                        floor: it wants the thread, but a poll from its
@@ -246,9 +248,9 @@ TEST(live_auto_wants_again)
 	REQUIRE(pc_option(PC_OPT_VM_RELEASE_THREAD) == 0);
 	CHECK(!pc_page_release_thread_running());
 	CHECK(!pc_page_release_thread_wanted());
-	size_t managed = 0;
+	size_t managed = 0; /* the most of one zone: the hook looks per zone */
 	for (unsigned i = 0; i < pc_zone_count(); i++)
-		managed += pc_load_relaxed(&pc_zone_get(i)->managed_hint);
+		managed = PC_MAX(managed, (size_t)pc_load_relaxed(&pc_zone_get(i)->managed_hint));
 	REQUIRE(managed > FLOOR_PAGES);
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 2, false) == 0);
 	CHECK(pc_page_release_thread_wanted());
@@ -263,6 +265,15 @@ TEST(live_auto_wants_again)
 	CHECK(!pc_page_release_thread_wanted());
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 0, false) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192, false) == 0);
+	/* With a delay of 0 nothing is kept, so nothing wants the thread; the
+	 * delay set back live, the zones past the floor want it again. */
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_DELAY_MS, 0, false) == 0);
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 2, false) == 0);
+	CHECK(!pc_page_release_thread_wanted());
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_DELAY_MS, 3600000, false) == 0);
+	CHECK(pc_page_release_thread_wanted());
+	REQUIRE(pc_option_set(PC_OPT_VM_RELEASE_THREAD, 0, false) == 0);
+	CHECK(!pc_page_release_thread_wanted());
 }
 
 #if !defined(__SANITIZE_THREAD__)
