@@ -54,8 +54,9 @@
  * No verdict depends on timing: the delay is an hour while memory is
  * checked (a peak window lasts as long), so the thread's own passes
  * release nothing by age meanwhile, and a window they roll keeps the peak
- * in the one before; the page clock moves only by the test. The time-driven decay of the bound is
- * tested in release.c (release_at_watermark, the same bound).
+ * in the one before; the page clock moves only by the test. The
+ * time-driven expiry of the peak is tested in release.c
+ * (fragments_released_past_peak, the same bound).
  *
  * PC_TEST_LABELS: tsan
  */
