@@ -378,8 +378,10 @@ void zone_release_note_grown(struct pc_zone *z)
 	note_if_past_floor(pc_load_relaxed(&z->managed_hint));
 }
 
-/* The bytes malloc's live huge blocks hold, as last told (relaxed: a stale
- * value wants the thread once too often or once too few). */
+/* The bytes malloc's live huge blocks hold, as last told (relaxed: a grow
+ * and a shrink that race may leave the older total here until the next
+ * huge call; only zone_release_note_all reads it, so a stale value at most
+ * wants the thread when it is not needed, or not when it would be). */
 static _Atomic size_t held_bytes;
 
 void pc_page_release_note_held(size_t bytes)
