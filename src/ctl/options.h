@@ -71,7 +71,8 @@
 	X(STATS_EXPORT, "stats.export", 0, 0, 1, 0,                                \
 	  "publish statistics and a command channel in /dev/shm (pcmalloc-top)")  \
 	X(SLUB_MIN_OBJECTS, "slub.min_objects", -1, -1, 1024, 1,                   \
-	  "objects a slab should hold at least; -1 = 4 * (fls(cpus) + 1)")         \
+	  "objects a slab should hold at least; -1 = 4 * (fls(cpus) + 1), "        \
+	  "and a full sheaf of the class")                                        \
 	X(SLUB_MAX_ORDER, "slub.max_order", -1, -1, PC_MAX_ORDER, 1,               \
 	  "highest slab page order; -1 = 3, or 4 with 32+ CPUs (seed 000)")       \
 	X(SLUB_CPU_PARTIAL, "slub.cpu_partial", -1, -1, 1024, 1,                   \

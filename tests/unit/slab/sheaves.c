@@ -15,6 +15,8 @@
  *  - the default capacity starts small (a cache's first allocation makes
  *    one slab, not a 16 KiB sheaf's worth) and doubles with demand up to
  *    the default; a capacity that is set stays fixed;
+ *  - by default a slab holds a full sheaf of its class (up to max_order),
+ *    so a refill at the default capacity makes one slab at most;
  *  - the barn keeps at most slub.barn_sheaves full sheaves when its bound
  *    may not grow (slub.barn_max_kb = 0; growth: barn_bound.c);
  *  - a constructor runs once per slot, never again for a recycled object;
@@ -434,6 +436,74 @@ TEST(capacity_starts_small)
 }
 
 /*
+ * By default a slab holds at least one full sheaf of its class, as far as
+ * slub.max_order allows (cache.c, min_objects_for): a refill at the default
+ * capacity then takes the objects of one new slab, not of 2-4 (256 B: 16
+ * objects per slab and 64 per sheaf before, so seed 002's Tests A and D
+ * made, and gave back, a slab every 16 objects; docs/sheaves.md). A set
+ * capacity, or a set slub.min_objects, gives that many; sheaves off give
+ * SLUB's count.
+ */
+TEST(slab_holds_a_sheaf)
+{
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
+	static const size_t sizes[] = { 8, 64, 96, 128, 256, 512, 1024, 2048, 8192 };
+	size_t max_slab = PC_PAGE_SIZE << (os_cpu_count() >= 32 ? 4 : 3); /* slub.max_order -1 */
+	struct pc_cache_info info;
+	for (size_t i = 0; i < PC_ARRAY_SIZE(sizes); i++) {
+		struct pc_cache *s = pc_cache_create("sheaf-slab", sizes[i], 0, NULL);
+		REQUIRE(s);
+		pc_cache_info(s, &info);
+		size_t want = PC_MIN((size_t)sheaf_default_capacity(info.size), max_slab / info.size);
+		if (info.objects_per_slab < want)
+			fprintf(stderr, "  size %zu: %u objects per slab, a sheaf is %zu\n", info.size,
+				info.objects_per_slab, want);
+		CHECK(info.objects_per_slab >= want);
+		CHECK_EQ(pc_cache_destroy(s), 0);
+	}
+	/* At the default capacity, one new slab per refill from the slabs. */
+	struct pc_cache *s = pc_cache_create("sheaf-slab", 256, 0, NULL);
+	REQUIRE(s);
+	grow_to_default(s);
+	pc_cache_shrink(s); /* no sheaf, no barn, no slab left: refills make slabs */
+	pc_cache_info(s, &info);
+	unsigned cap = info.sheaf_capacity;
+	uint64_t made = info.stats[PC_SLAB_STAT_slab_alloc], refills = info.stats[PC_SLAB_STAT_sheaf_refill];
+	static void *v[1024];
+	for (int i = 0; i < 1024; i++)
+		REQUIRE((v[i] = pc_cache_alloc(s)) != NULL);
+	pc_cache_info(s, &info);
+	made = info.stats[PC_SLAB_STAT_slab_alloc] - made;
+	refills = info.stats[PC_SLAB_STAT_sheaf_refill] - refills;
+	CHECK(refills >= 1024 / cap);
+	if (made > refills)
+		fprintf(stderr, "  %llu slabs made for %llu refills\n", (unsigned long long)made,
+			(unsigned long long)refills);
+	CHECK(made <= refills);
+	for (int i = 0; i < 1024; i++)
+		pc_cache_free(s, v[i]);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+	/* A set capacity: a slab holds that many (SLUB's 12 at least: 16 of 256 B). */
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 32);
+	s = pc_cache_create("sheaf-slab", 256, 0, NULL);
+	REQUIRE(s);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.objects_per_slab, 32u);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 8);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.objects_per_slab, 16u);
+	/* A set slub.min_objects wins over the sheaf. */
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
+	set_opt(PC_OPT_SLUB_MIN_OBJECTS, 12);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.objects_per_slab, 16u);
+	set_opt(PC_OPT_SLUB_MIN_OBJECTS, -1);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.objects_per_slab, 64u);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+/*
  * A steady loop of k allocations and k frees with k above a small capacity
  * is served by moves, swaps and barn exchanges, never a refill: those count
  * as demand too, so the capacity grows out of the loop's way (counting only
@@ -734,6 +804,7 @@ int main(void)
 	RUN(move_after_migration);
 	RUN(capacity_changes);
 	RUN(capacity_starts_small);
+	RUN(slab_holds_a_sheaf);
 	RUN(steady_loop_grows);
 	RUN(barn_bounded);
 	RUN(flush_one_chain_per_slab);
