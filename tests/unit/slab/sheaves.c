@@ -435,6 +435,16 @@ TEST(capacity_starts_small)
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
 }
 
+/* The objects per slab of size with slub.min_objects set to n (then -1 again). */
+static unsigned objects_for(size_t size, unsigned n)
+{
+	unsigned objects;
+	set_opt(PC_OPT_SLUB_MIN_OBJECTS, (long)n);
+	pc_slab_calculate_order(size, &objects);
+	set_opt(PC_OPT_SLUB_MIN_OBJECTS, -1);
+	return objects;
+}
+
 /*
  * By default a slab holds at least one full sheaf of its class, as far as
  * slub.max_order allows (cache.c, min_objects_for): a refill at the default
@@ -483,23 +493,29 @@ TEST(slab_holds_a_sheaf)
 	for (int i = 0; i < 1024; i++)
 		pc_cache_free(s, v[i]);
 	CHECK_EQ(pc_cache_destroy(s), 0);
-	/* A set capacity: a slab holds that many (SLUB's 12 at least: 16 of 256 B). */
-	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 32);
+	/* A set capacity: a slab holds that many, and SLUB's 4 * (fls(CPUs) + 1)
+	 * at least (on 2 CPUs 12: 32 and 16 objects of 256 B). */
+	unsigned slub = 4;
+	for (unsigned n = os_cpu_count(); n != 0; n >>= 1)
+		slub += 4;
 	s = pc_cache_create("sheaf-slab", 256, 0, NULL);
 	REQUIRE(s);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 32);
 	pc_cache_info(s, &info);
-	CHECK_EQ(info.objects_per_slab, 32u);
+	CHECK_EQ(info.objects_per_slab, objects_for(256, PC_MAX(slub, 32u)));
+	CHECK(info.objects_per_slab >= 32);
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 8);
 	pc_cache_info(s, &info);
-	CHECK_EQ(info.objects_per_slab, 16u);
+	CHECK_EQ(info.objects_per_slab, objects_for(256, PC_MAX(slub, 8u)));
 	/* A set slub.min_objects wins over the sheaf. */
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
-	set_opt(PC_OPT_SLUB_MIN_OBJECTS, 12);
+	set_opt(PC_OPT_SLUB_MIN_OBJECTS, (long)slub);
 	pc_cache_info(s, &info);
-	CHECK_EQ(info.objects_per_slab, 16u);
+	CHECK_EQ(info.objects_per_slab, objects_for(256, slub));
 	set_opt(PC_OPT_SLUB_MIN_OBJECTS, -1);
 	pc_cache_info(s, &info);
-	CHECK_EQ(info.objects_per_slab, 64u);
+	CHECK_EQ(info.objects_per_slab, objects_for(256, PC_MAX(slub, sheaf_default_capacity(256))));
+	CHECK(info.objects_per_slab >= sheaf_default_capacity(256));
 	CHECK_EQ(pc_cache_destroy(s), 0);
 }
 
