@@ -137,7 +137,8 @@ static unsigned calc_slab_order(size_t size, unsigned min_order, unsigned max_or
 /*
  * The objects a slab of size should hold: slub.min_objects when set; by
  * default SLUB's 4 * (fls(CPUs) + 1), but at least one full sheaf of the
- * class (slub.sheaf_capacity, or its default; none with sheaves off). A
+ * class (slub.sheaf_capacity, or its default; none with sheaves off, nor
+ * for a cache that has none: the sheaf caches and slub_debug caches). A
  * sheaf refill (slab_alloc_bulk) takes a slab's objects; with slabs
  * smaller than a sheaf each refill made and retired 2-4 slabs (256 B:
  * 16 per slab, 64 per sheaf), and each of those went back to the page
@@ -145,27 +146,28 @@ static unsigned calc_slab_order(size_t size, unsigned min_order, unsigned max_or
  * a page allocation, slab_new and a discard every 16 objects
  * (docs/sheaves.md, "Slabs that hold a sheaf").
  */
-static size_t min_objects_for(size_t size)
+static size_t min_objects_for(size_t size, bool sheaves)
 {
 	long opt = pc_option(PC_OPT_SLUB_MIN_OBJECTS);
 	if (opt > 0)
 		return (size_t)opt;
+	if (!sheaves)
+		return (size_t)min_objects_resolved();
 	long cap = pc_option(PC_OPT_SLUB_SHEAF_CAPACITY);
 	size_t sheaf = cap < 0 ? sheaf_default_capacity(size) : (size_t)cap;
 	return PC_MAX((size_t)min_objects_resolved(), sheaf);
 }
 
 /*
- * SLUB's calculate_order: aim for at least min_objects_for(size) objects
- * per slab (more CPUs, bigger slabs, fewer trips to list_lock, which is
- * seed 000's first cure), accept waste up to 1/16 of the slab, then 1/8,
- * 1/4, 1/2, and never go above slub.max_order unless a single object
- * needs it.
+ * SLUB's calculate_order: aim for at least min_objects objects per slab
+ * (min_objects_for: more CPUs, bigger slabs, fewer trips to list_lock,
+ * which is seed 000's first cure), accept waste up to 1/16 of the slab,
+ * then 1/8, 1/4, 1/2, and never go above slub.max_order unless a single
+ * object needs it.
  */
-unsigned pc_slab_calculate_order(size_t size, unsigned *objects)
+static unsigned calculate_order(size_t size, size_t min_objects, unsigned *objects)
 {
 	unsigned max_order = max_order_tunable();
-	size_t min_objects = min_objects_for(size);
 	size_t max_objects = (PC_PAGE_SIZE << max_order) / size;
 	min_objects = PC_MAX((size_t)1, PC_MIN(min_objects, max_objects));
 	unsigned min_order = order_for_bytes(min_objects * size);
@@ -180,10 +182,17 @@ unsigned pc_slab_calculate_order(size_t size, unsigned *objects)
 	return order;
 }
 
+unsigned pc_slab_calculate_order(size_t size, unsigned *objects)
+{
+	return calculate_order(size, min_objects_for(size, true), objects);
+}
+
 /* Recompute a cache's tunables from the options (under slab_mutex). */
 static void cache_retune(struct pc_cache *s)
 {
-	unsigned objects, order = pc_slab_calculate_order(s->size, &objects);
+	/* The sheaf caches and slub_debug caches have no sheaves (below). */
+	bool sheaves = !s->internal && !s->debug;
+	unsigned objects, order = calculate_order(s->size, min_objects_for(s->size, sheaves), &objects);
 	pc_store_relaxed(&s->oo, (uint64_t)order << 32 | objects);
 	unsigned objects_per_slab = objects;
 	long lo = pc_option(PC_OPT_SLUB_MIN_PARTIAL), hi = max_partial_resolved();

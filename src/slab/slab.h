@@ -626,10 +626,11 @@ void pc_slab_debug_bad_pointer(const char *func, const void *p);
 void pc_slab_debug_set_size(struct pc_cache *s, void *obj, size_t size);
 size_t pc_slab_debug_usable(struct pc_cache *s, void *obj);
 
-/* Order and objects per slab the current tunables give for a slot size: by
- * default SLUB's count of objects, but at least one full sheaf of the class
- * up to slub.max_order ("cache.c", min_objects_for), so that one sheaf
- * refill takes one slab. */
+/* Order and objects per slab the current tunables give for a slot size, in
+ * a cache with sheaves: by default SLUB's count of objects, but at least
+ * one full sheaf of the class up to slub.max_order ("cache.c",
+ * min_objects_for), so that one sheaf refill takes one slab. The sheaf
+ * caches and slub_debug caches, which have no sheaves, keep SLUB's count. */
 unsigned pc_slab_calculate_order(size_t size, unsigned *objects);
 
 /* active_objects counts objects handed out: every slot but the free ones on

@@ -451,9 +451,22 @@ static unsigned objects_for(size_t size, unsigned n)
  * capacity then takes the objects of one new slab, not of 2-4 (256 B: 16
  * objects per slab and 64 per sheaf before, so seed 002's Tests A and D
  * made, and gave back, a slab every 16 objects; docs/sheaves.md). A set
- * capacity, or a set slub.min_objects, gives that many; sheaves off give
- * SLUB's count.
+ * capacity, or a set slub.min_objects, gives that many; sheaves off, and
+ * the sheaf caches (which have none), give SLUB's count.
  */
+struct internal_list {
+	struct pc_cache **caches;
+	unsigned *n;
+};
+
+/* Under slab_mutex: note the sheaf caches (checked once it is released). */
+static void collect_internal(struct pc_cache *s, void *arg)
+{
+	struct internal_list *l = arg;
+	if (s->internal && *l->n < 16)
+		l->caches[(*l->n)++] = s;
+}
+
 TEST(slab_holds_a_sheaf)
 {
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
@@ -517,6 +530,15 @@ TEST(slab_holds_a_sheaf)
 	CHECK_EQ(info.objects_per_slab, objects_for(256, PC_MAX(slub, sheaf_default_capacity(256))));
 	CHECK(info.objects_per_slab >= sheaf_default_capacity(256));
 	CHECK_EQ(pc_cache_destroy(s), 0);
+	/* The sheaf caches have no sheaves: SLUB's count (review item 2). */
+	struct pc_cache *internal[16];
+	unsigned n = 0;
+	pc_cache_foreach(collect_internal, &(struct internal_list){ internal, &n });
+	CHECK_EQ(n, 8u); /* sheaf-4 .. sheaf-512 */
+	for (unsigned i = 0; i < n; i++) {
+		pc_cache_info(internal[i], &info);
+		CHECK_EQ(info.objects_per_slab, objects_for(info.size, slub));
+	}
 }
 
 /*
