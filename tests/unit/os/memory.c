@@ -1,6 +1,6 @@
 /*
- * tests/unit/os/memory.c - os_map / os_unmap / os_release / os_bind_node /
- * os_resident_bytes and map fault injection.
+ * tests/unit/os/memory.c - os_map / os_map_at / os_unmap / os_release /
+ * os_bind_node / os_resident_bytes and map fault injection.
  *
  * Mapping sizes are measured with /proc/self/statm (total and resident
  * pages), so a test sees exactly what the kernel mapped: aligned mappings
@@ -74,6 +74,37 @@ TEST(map_too_large)
 	errno = 0;
 	CHECK(os_map(SIZE_MAX - PC_PAGE_SIZE + 1, 4 * MiB) == NULL); /* overflow */
 	CHECK_EQ(errno, ENOMEM);
+}
+
+/* os_map_at: exactly there when the range is free (errno kept); EEXIST,
+ * the mapping there untouched and nothing new mapped, when any page of it
+ * is taken; ENOMEM when injected (one call of the window). */
+TEST(map_at)
+{
+	char *hole = os_map(4 * MiB, MiB);
+	REQUIRE(hole != NULL);
+	os_unmap(hole, 4 * MiB);
+	errno = 4242;
+	char *p = os_map_at(hole + MiB, MiB);
+	CHECK(p == hole + MiB);
+	CHECK_EQ(errno, 4242);
+	if (p == NULL)
+		return;
+	p[0] = 1;
+	p[MiB - 1] = 2;
+	size_t before = mapped_bytes();
+	CHECK(os_map_at(hole + MiB, MiB) == NULL); /* the same range */
+	CHECK_EQ(errno, EEXIST);
+	CHECK(os_map_at(hole, 2 * MiB) == NULL);   /* overlaps its first half */
+	CHECK_EQ(errno, EEXIST);
+	CHECK_EQ(mapped_bytes(), before);
+	CHECK(p[0] == 1 && p[MiB - 1] == 2);
+	os_inject_map_failures(0, 1);
+	CHECK(os_map_at(hole, MiB) == NULL);      /* free, but refused */
+	CHECK_EQ(errno, ENOMEM);
+	os_inject_map_failures(0, 0);
+	CHECK(!is_mapped(hole));
+	os_unmap(p, MiB);
 }
 
 TEST(unmap_part)
@@ -234,6 +265,7 @@ int main(void)
 	os_init();
 	RUN(map_aligned);
 	RUN(map_too_large);
+	RUN(map_at);
 	RUN(unmap_part);
 	RUN(inject_window);
 	RUN(inject_threads);
