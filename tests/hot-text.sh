@@ -3,6 +3,7 @@
 # (docs/footprint.md, "Cut: the functions programs enter first, relocations
 # packed"):
 #  - the start-up, malloc, free, calloc, realloc and their common slow paths
+#    (the first region's mapping included: zone_spare_remap, os_map_at)
 #    are in .text.pc_hot (made by cmake/hot-text.ld) and, with window=1 (an
 #    optimised build: the list was made from one), within the first 64 KiB
 #    of the text mapping: the window that the first fault maps whole (the
@@ -36,7 +37,8 @@ window=$((${text:-0} / 4096 * 4096 + 65536))
 
 funcs=$(nm --defined-only "$lib" | awk '$2 ~ /^[tTwW]$/ { print $3, $1 }')
 for f in malloc free calloc realloc pc_malloc_init pc_once_slow life_constructor \
-	 malloc_slow free_slow sheaf_alloc_slow sheaf_free_slow slab_alloc_slow zone_grow; do
+	 malloc_slow free_slow sheaf_alloc_slow sheaf_free_slow slab_alloc_slow zone_grow \
+	 zone_spare_remap os_map_at; do
 	addr=$(echo "$funcs" | awk -v f="$f" '$1 == f { print $2; exit }')
 	if [ -z "$addr" ]; then
 		bad "$f is not in $lib"
