@@ -143,14 +143,27 @@ static void *os_mmap_anon(size_t size)
 	return os_mmap_anon_at(NULL, size);
 }
 
-/* A mapping of size bytes exactly at `at` (a hint, not MAP_FIXED: nothing
- * there is replaced), or NULL. */
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17; older kernels take it as a hint */
+#endif
+/* A mapping of size bytes exactly at `at`, replacing nothing, or NULL with
+ * errno EEXIST (something is mapped there) or ENOMEM (refused). With
+ * MAP_FIXED_NOREPLACE a taken range fails at once; a kernel older than 4.17
+ * takes the flag as a hint and may put the mapping elsewhere: then it is
+ * unmapped and the answer is EEXIST too. */
 static void *os_mmap_exactly_at(char *at, size_t size)
 {
-	char *p = os_mmap_anon_at(at, size);
-	if (p && p != at) {
+	char *p = mmap(at, size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p == MAP_FAILED) {
+		if (errno != EEXIST)
+			errno = ENOMEM;
+		return NULL;
+	}
+	if (p != at) {
 		munmap(p, size);
-		p = NULL;
+		errno = EEXIST;
+		return NULL;
 	}
 	return p;
 }
@@ -212,18 +225,9 @@ void *os_map_at(void *at, size_t size)
 		return NULL;
 	}
 	int saved = errno;
-	/* A hint, not MAP_FIXED: the kernel takes it when the range is free. */
-	char *p = os_mmap_anon_at(at, size);
-	if (p == NULL) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (p != at) {
-		munmap(p, size);
-		errno = EEXIST;
-		return NULL;
-	}
-	errno = saved;
+	void *p = os_mmap_exactly_at(at, size);
+	if (p)
+		errno = saved;
 	return p;
 }
 

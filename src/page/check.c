@@ -76,6 +76,9 @@ static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_bl
 		managed += PC_REGION_PAGES;
 		unkept += !r->keep_mapped;
 		PC_PAGE_CHECK(pc_region_of(r->base) == r, "zone %u: region not in the table", z->id);
+		/* The layout every lookup computes with (page.h, struct pc_region). */
+		PC_PAGE_CHECK(r->base == (char *)(r + 1) && pc_page_region(&r->pages[0]) == r,
+			      "zone %u: region %p not right above its metadata", z->id, (void *)r->base);
 		for (size_t i = 0; i < PC_REGION_PAGES; i++) {
 			struct pc_page *pg = &r->pages[i];
 			unsigned st = pc_pg_state(pg);
@@ -95,6 +98,9 @@ static bool check_regions(struct pc_zone *z, size_t listed_blocks, size_t pcp_bl
 			run_heads += st == PC_PG_RUN;
 		}
 	}
+	for (struct pc_region *r = z->spare_regions; r; r = r->next)
+		PC_PAGE_CHECK(pc_region_of(r->base) == NULL && r->base == (char *)(r + 1),
+			      "zone %u: spare %p in the table", z->id, (void *)r->base);
 	PC_PAGE_CHECK(buddy_heads == listed_blocks, "zone %u: %zu pages marked free, %zu listed",
 		      z->id, buddy_heads, listed_blocks);
 	PC_PAGE_CHECK(pcp_heads == pcp_blocks, "zone %u: %zu pages marked pcp, %zu on pcp lists",

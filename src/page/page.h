@@ -187,6 +187,9 @@
  *     its region, and no free block, pcp entry or free run overlaps it.
  *   - zone->unkept_regions == the regions on zone->regions without
  *     keep_mapped; managed_pages == PC_REGION_PAGES times the regions on it.
+ *   - every region and spare r of a zone lies right above its metadata:
+ *     r->base == (char *)(r + 1) (struct pc_region); a spare's table entry
+ *     is NULL.
  */
 #ifndef PC_PAGE_H
 #define PC_PAGE_H
@@ -313,7 +316,10 @@ struct pc_zone;
 struct pc_region {
 	char *base;             /* PC_REGION_SIZE aligned; (char *)(r + 1) */
 	struct pc_zone *zone;
-	struct pc_region *next; /* zone->regions or zone->spare_regions, under zone->lock */
+	/* zone->regions or zone->spare_regions, under zone->lock (or, while
+	 * zone_spare_remap has taken the spare list whole, under grow_lock,
+	 * that thread's alone) */
+	struct pc_region *next;
 	/* Some page of it was handed out by pc_alloc_pages (maybe a slab): never
 	 * unmapped (top of the file). Set under zone->lock, never cleared while
 	 * the region is mapped; written only when false (a read-mostly line). */
@@ -429,7 +435,8 @@ struct pc_zone {
 	struct pc_region *regions;
 	/* Under lock: metadata of regions unmapped (unmap.c), zeroed, kept
 	 * mapped below their old spans; zone_grow maps a span there again
-	 * first, if that address is free (zone_spare_remap). */
+	 * first, if that address is free (zone_spare_remap, which says what
+	 * bounds the list). */
 	struct pc_region *spare_regions;
 	size_t unkept_regions; /* under lock: regions without keep_mapped */
 	struct pc_mutex grow_lock;

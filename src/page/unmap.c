@@ -143,15 +143,25 @@ void zone_unmap_maybe(struct pc_zone *z)
 	zone_unmap_free(z, true, 1);
 }
 
+/* Spares zone_spare_remap tries per growth of a zone. */
+#define SPARE_TRIES 4
+
 /*
  * Under z->grow_lock (zone_grow; so no fork meanwhile: prefork takes it
  * first): a spare whose span is mapped again at its old address, right
  * above its metadata (os_map_at), off the spare list; or NULL when there
- * is none, when every old address is taken by another mapping (those
- * spares stay on the list) or when the OS refuses (*refused set, errno
- * ENOMEM; else errno is kept). The
- * list is taken whole under the lock and the mappings tried without it;
- * what is left goes back in front of what unmappings added meanwhile.
+ * is none, when the first SPARE_TRIES spares' old addresses are all taken
+ * by other mappings, or when the OS refuses (*refused set, errno ENOMEM;
+ * else errno is kept). The list is taken whole under the lock and the
+ * mappings tried without it; the spares tried and found taken go to the
+ * tail (the next growth tries others first), and the list goes back in
+ * front of what unmappings added meanwhile.
+ *
+ * So a spare serves only a region at its own old address: the list holds
+ * at most the zone's peak of regions plus the old spans that other
+ * mappings (a huge block the kernel put there, another library's) hold,
+ * each a header page of RSS and 1 MiB of address space; one becomes usable
+ * again when that mapping goes.
  */
 struct pc_region *zone_spare_remap(struct pc_zone *z, bool *refused)
 {
@@ -160,26 +170,30 @@ struct pc_region *zone_spare_remap(struct pc_zone *z, bool *refused)
 	struct pc_region *spares = z->spare_regions;
 	z->spare_regions = NULL;
 	pc_lock_release(&z->lock);
-	if (!spares)
-		return NULL;
 	int saved = errno;
-	struct pc_region *got = NULL, **tail = &spares;
-	for (struct pc_region *r = spares; r && !got; r = *tail) {
+	struct pc_region *got = NULL, *taken = NULL, **taken_tail = &taken;
+	for (unsigned tries = 0; spares && !got && !*refused && tries < SPARE_TRIES; tries++) {
+		struct pc_region *r = spares;
+		spares = r->next;
+		r->next = NULL;
 		if (os_map_at(r->base, PC_REGION_SIZE)) {
 			got = r;
-			*tail = r->next; /* off the list */
-			r->next = NULL;
-		} else if (errno == ENOMEM) {
-			*refused = true; /* so would the next be */
 			break;
-		} else {
-			tail = &r->next; /* EEXIST: its address is taken, it stays */
 		}
+		if (errno == ENOMEM)
+			*refused = true; /* so would the next be */
+		*taken_tail = r; /* EEXIST: its address is taken (or refused): it stays */
+		taken_tail = &r->next;
 	}
 	if (!*refused)
 		errno = saved;
+	/* The rest of the list, then those tried in vain. */
+	struct pc_region **tail = &spares;
 	while (*tail)
 		tail = &(*tail)->next;
+	*tail = taken;
+	if (taken)
+		tail = taken_tail;
 	pc_lock_acquire(&z->lock);
 	*tail = z->spare_regions;
 	z->spare_regions = spares;
