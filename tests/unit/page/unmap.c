@@ -45,7 +45,7 @@
 #define CHUNK ((size_t)PC_RUN_MAX_PAGES)
 #define CHUNKS_PER_REGION (PC_REGION_PAGES / CHUNK)
 #define REGIONS 3
-#define MAX_RUNS (CHUNKS_PER_REGION * (REGIONS + 1))
+#define MAX_RUNS (CHUNKS_PER_REGION * 8)
 #define HOUR_MS 3600000L
 
 static struct pc_zone *zone;
@@ -320,6 +320,61 @@ TEST(spare_same_address)
 	CHECK(pc_page_check());
 }
 
+#define BLOCKED 6
+
+TEST(spares_rotate)
+{
+	reset();
+	char *blocker[BLOCKED];
+	for (int b = 0; b < BLOCKED; b++) {
+		alloc_runs(CHUNKS_PER_REGION + 1);
+		char *base = pc_region_of(runs[CHUNKS_PER_REGION])->base;
+		free_runs(CHUNKS_PER_REGION + 1);
+		pc_page_trim();
+		blocker[b] = os_map_at(base, PC_REGION_SIZE); /* hold the old span */
+		REQUIRE(blocker[b] == base);
+	}
+	/* The deepest spare: free its span again. */
+	bool found;
+	size_t n = spares(NULL, &found);
+	struct pc_region *deep = NULL;
+	pc_lock_acquire(&zone->lock);
+	for (struct pc_region *s = zone->spare_regions; s; s = s->next)
+		deep = s;
+	pc_lock_release(&zone->lock);
+	REQUIRE(deep != NULL);
+	int freed = -1;
+	for (int b = 0; b < BLOCKED; b++)
+		if (blocker[b] == deep->base)
+			freed = b;
+	REQUIRE(freed >= 0);
+	os_unmap(blocker[freed], PC_REGION_SIZE);
+	blocker[freed] = NULL;
+	/* Grow one region at a time (the runs kept) until it is used. */
+	size_t used = 0, growths = 0;
+	while (pc_region_of(deep->base) != deep && growths <= n / 4 + 1) {
+		size_t before = regions();
+		while (regions() == before && used < MAX_RUNS) {
+			runs[used] = pc_alloc_run(CHUNK);
+			REQUIRE(runs[used] != NULL);
+			used++;
+		}
+		growths++;
+	}
+	CHECK(pc_region_of(deep->base) == deep);
+	CHECK(growths <= n / 4 + 1);
+	for (int b = 0; b < BLOCKED; b++) {
+		if (blocker[b]) {
+			CHECK(pc_region_of(blocker[b]) == NULL); /* still a spare */
+			os_unmap(blocker[b], PC_REGION_SIZE);
+		}
+	}
+	CHECK(pc_page_check());
+	free_runs(used);
+	pc_page_trim();
+	CHECK(pc_page_check());
+}
+
 int main(void)
 {
 	REQUIRE(pc_option_set(PC_OPT_VM_ZONE_INSTANCES, 1, true) == 0);
@@ -334,5 +389,6 @@ int main(void)
 	RUN(unmap_free_in_place);
 	RUN(layout);
 	RUN(spare_same_address);
+	RUN(spares_rotate);
 	return test_report();
 }
