@@ -14,8 +14,11 @@
  *  - once_running, once_forks: how many once-inits run now, and how many
  *    fork()s wait for them to finish (see "once and fork" below);
  *    once_depth (per thread): nesting of the inits this thread runs.
- * pthread_atfork is called once, from a library constructor that runs before
- * other libraries' (priority 101): prepare handlers run in reverse order of
+ *  - atfork_state: whether the fork handlers are handed to pthread_atfork
+ *    (see "registering the fork handlers" below).
+ * pthread_atfork is called once, by the first pc_once_slow of the process or
+ * by a library constructor that runs before other libraries' (priority 101),
+ * whichever comes first: prepare handlers run in reverse order of
  * registration, so ours runs last and other libraries' may still allocate.
  * Nothing here allocates through malloc.
  * Signals: the forking thread blocks every signal from the start of
@@ -63,6 +66,12 @@ static void once_event(_Atomic uint32_t *state, enum pc_once_event event)
  */
 static _Atomic uint32_t once_running, once_forks;
 static __thread unsigned once_depth __attribute__((tls_model("initial-exec")));
+/* This thread runs fork's handlers (life_prefork to the end of a postfork
+ * one). An init it starts there (a lock's first slow path enrolls the
+ * thread, which makes the thread-exit key once) must not wait for its own
+ * fork: it runs in the thread that goes on in parent and child, so the child
+ * never finds it half done. */
+static __thread bool life_forking __attribute__((tls_model("initial-exec")));
 
 static void once_enter(void)
 {
@@ -70,7 +79,7 @@ static void once_enter(void)
 		return;
 	for (;;) {
 		atomic_fetch_add(&once_running, 1); /* seq_cst: see above */
-		if (atomic_load(&once_forks) == 0)
+		if (atomic_load(&once_forks) == 0 || life_forking)
 			return;
 		atomic_fetch_sub(&once_running, 1); /* a fork waits: let it go first */
 		while (atomic_load(&once_forks) != 0)
@@ -84,8 +93,88 @@ static void once_leave(void)
 		atomic_fetch_sub(&once_running, 1);
 }
 
+/*
+ * Registering the fork handlers. They must be registered before any thread
+ * takes an allocator lock: a fork that runs no prefork handler copies a lock
+ * another thread holds, held for ever in the child. A library constructor of
+ * ours is not early enough: another library's constructor may run first,
+ * start threads that allocate and fork. So the first pc_once_slow of the
+ * process registers them, before any init has run (every allocator lock is
+ * in state an init made, so none exists yet), and the constructor does it
+ * if no allocation came first.
+ *
+ * Why no interleaving hangs. pthread_atfork takes the C library's atfork
+ * lock, which a forking thread may hold from its first prepare handler to
+ * its last parent one (older glibc; 2.36 drops it around each handler), and
+ * a registering thread holds while it grows its list, which may call
+ * malloc. So a thread that waited in pthread_atfork, or for a
+ * thread inside it, could close a cycle: a fork whose prepare handler (of
+ * another library) allocates would wait for it while it waits for the fork.
+ * Hence a claim, not a lock: the thread that wins atfork_state's CAS from
+ * NONE calls pthread_atfork, holding no allocator lock and running no init
+ * (it has not entered one yet), so nothing any fork handler or allocation
+ * waits for; every other thread, and the claimer itself when
+ * pthread_atfork allocates, sees the claim and goes on at once, never
+ * waiting for the registration. So the claimer waits for the atfork lock
+ * alone, whose holder never waits for the claimer, and nobody waits for the
+ * claimer: no cycle. (A fork child that inherits a claim whose thread is not
+ * there is single-threaded and needs no handler; its own children are
+ * protected only once something registers, which nothing then does: such a
+ * child, forked in the few instructions between the claim and the
+ * registration, forks unprotected, as every fork before the first
+ * allocation does anyway.)
+ * What a non-waiting claim gives up: a fork that took the atfork lock before
+ * the registration finishes runs none of our handlers (the same holds of
+ * one whose prepare phase started before the first allocation), so a thread
+ * that allocates beside that fork, before the registration is done, may
+ * leave a lock held in the child. That needs three threads at once at the
+ * process's first allocation: one forking, one allocating for the first time
+ * and one more allocating right after it. Waiting instead would turn that
+ * into a hang of the parent, as above. The first allocation usually comes
+ * before any thread starts (pthread_create itself allocates), where no fork
+ * can be under way.
+ */
+#define ATFORK_NONE 0u
+#define ATFORK_CLAIMED 1u
+#define ATFORK_DONE 2u
+static _Atomic uint32_t atfork_state;
+
+static void life_prefork(void);
+static void life_postfork_parent(void);
+static void life_postfork_child(void);
+static _Atomic uint32_t life_key_state; /* pc_once */
+static bool life_key_create(void);
+
+static PC_NOINLINE void life_atfork_claim(void)
+{
+	uint32_t s = ATFORK_NONE;
+	if (!pc_cas_strong_acq_rel(&atfork_state, &s, ATFORK_CLAIMED))
+		return; /* claimed (or done) by another call: never wait for it */
+	once_event(NULL, PC_ONCE_EVENT_ATFORK);
+	/* The thread-exit key too (a low index, made before the program makes
+	 * many; nested pc_once_slow calls see the claim and go on). */
+	pc_once(&life_key_state, life_key_create);
+	if (pthread_atfork(life_prefork, life_postfork_parent, life_postfork_child) != 0)
+		pc_message("no memory to register the fork handlers: fork() will not be safe");
+	/* Release: for pc_life_fork_handlers_registered (tests); nobody waits. */
+	pc_store_release(&atfork_state, ATFORK_DONE);
+}
+
+static inline void life_atfork_ensure(void)
+{
+	/* Relaxed: a stale NONE only costs the CAS, which decides. */
+	if (pc_unlikely(pc_load_relaxed(&atfork_state) == ATFORK_NONE))
+		life_atfork_claim();
+}
+
+bool pc_life_fork_handlers_registered(void)
+{
+	return pc_load_acquire(&atfork_state) == ATFORK_DONE;
+}
+
 bool pc_once_slow(_Atomic uint32_t *state, bool (*init)(void))
 {
+	life_atfork_ensure(); /* first: before any init, holding nothing */
 	for (;;) {
 		/* Acquire: pairs with the release below, so what init() wrote is
 		 * visible to every caller that sees DONE. */
@@ -155,6 +244,7 @@ static void life_prefork(void)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &life_fork_mask); /* see the top */
+	life_forking = true;
 	/* An init of this thread that forks (against the rules) counts itself. */
 	uint32_t own = once_depth > 0;
 	atomic_fetch_add(&once_forks, 1); /* seq_cst: see "once and fork" */
@@ -176,6 +266,7 @@ static void life_postfork_parent(void)
 			life_table[i]->postfork_parent();
 	life_lock_drop();
 	atomic_fetch_sub(&once_forks, 1); /* inits may start again */
+	life_forking = false;
 	pthread_sigmask(SIG_SETMASK, &life_fork_mask, NULL); /* last: every lock is free */
 }
 
@@ -189,6 +280,7 @@ static void life_postfork_child(void)
 	 * here, and no other fork exists. */
 	pc_store_relaxed(&once_running, once_depth > 0);
 	pc_store_relaxed(&once_forks, 0);
+	life_forking = false;
 	pthread_sigmask(SIG_SETMASK, &life_fork_mask, NULL); /* last: every lock is free */
 }
 
@@ -198,7 +290,6 @@ static void life_postfork_child(void)
 #define LIFE_KEY_INLINE 32u
 
 static pthread_key_t life_key;
-static _Atomic uint32_t life_key_state; /* pc_once */
 static bool life_key_inline;            /* set by the once, read-only afterwards */
 static __thread bool life_armed __attribute__((tls_model("initial-exec")));
 
@@ -244,6 +335,8 @@ bool pc_life_thread_enroll(void)
 __attribute__((constructor(101))) static void life_constructor(void)
 {
 	/* Make the key now, before the program makes many: a low index. */
-	pc_once(&life_key_state, life_key_create);
-	pthread_atfork(life_prefork, life_postfork_parent, life_postfork_child);
+	pc_once(&life_key_state, life_key_create); /* which registers the fork
+						    * handlers, unless an
+						    * allocation did already */
+	life_atfork_ensure();
 }

@@ -269,20 +269,35 @@ void os_write_stderr(const char *buf, size_t len);
  * reader that sees DONE with pc_once_done() sees everything init() wrote.
  * init() must not call pc_once on the same state (it would wait for itself).
  * fork() waits for the inits that other threads are running to finish, and
- * none starts while a fork is under way (lifecycle.c, "once and fork"), so
+ * none starts while a fork is under way but the forking thread's own, from
+ * a fork handler (lifecycle.c, "once and fork"), so
  * the child never finds an init RUNNING that no thread of it will finish:
  * init() must not fork, nor wait for a thread that is forking.
+ * The first pc_once_slow of the process (before it runs any init) also
+ * hands the fork handlers to pthread_atfork, so that a fork made before
+ * this library's constructors ran (from another library's constructor whose
+ * threads allocate) runs them too; a racing pc_once_slow never waits for
+ * that registration (lifecycle.c, "registering the fork handlers", says why
+ * no interleaving hangs, and what a fork racing with the very first
+ * allocation still misses).
  */
 #define PC_ONCE_INIT 0u
 #define PC_ONCE_DONE 2u
 bool pc_once_slow(_Atomic uint32_t *state, bool (*init)(void));
-/* Test seam (tests/unit/os/once_fork.c, tests/unit/ctl/options_race.c):
- * called, when set, with the once's state as a caller is about to run its
- * init (RUN) and as a caller starts waiting for another's (WAIT), and with
- * NULL as fork() starts waiting for running inits (FORK_WAIT). The hook may
+/* Test seam (tests/unit/os/once_fork.c, tests/unit/ctl/options_race.c,
+ * tests/unit/malloc/fork_claim.c): called, when set, with the once's state
+ * as a caller is about to run its init (RUN) and as a caller starts waiting
+ * for another's (WAIT), with NULL as fork() starts waiting for running inits
+ * (FORK_WAIT) and as the first pc_once_slow of the process is about to
+ * register the fork handlers (ATFORK, see below). The hook may
  * block, holding that thread at that point. NULL in production: one relaxed
  * load on these slow paths only. */
-enum pc_once_event { PC_ONCE_EVENT_RUN, PC_ONCE_EVENT_WAIT, PC_ONCE_EVENT_FORK_WAIT };
+enum pc_once_event {
+	PC_ONCE_EVENT_RUN,
+	PC_ONCE_EVENT_WAIT,
+	PC_ONCE_EVENT_FORK_WAIT,
+	PC_ONCE_EVENT_ATFORK, /* NULL: the claimer is about to call pthread_atfork */
+};
 extern void (*_Atomic pc_once_test_hook)(_Atomic uint32_t *state, enum pc_once_event event);
 PC_INLINE bool pc_once_done(_Atomic uint32_t *state)
 {
@@ -346,6 +361,8 @@ void pc_life_register(const struct pc_life *life);
  * re-arms it; glibc then calls the handlers again, at most 4 rounds.
  */
 bool pc_life_thread_enroll(void);
+/* Whether the fork handlers are registered with pthread_atfork (tests). */
+bool pc_life_fork_handlers_registered(void);
 
 /* ---- helpers shared by the os/ files (usable by any layer) ---------------- */
 /* Read up to cap-1 bytes of a small file (/proc, /sys) into buf and
