@@ -8,9 +8,12 @@
  * sheaves".
  *
  * Owns: threads (the registry list) and threads_lock, a pc_mutex that
- * protects the list and is held by a flusher from its first detach until the
- * sheaves it detached are back in the slabs (so a record cannot leave, nor
- * its thread's memory go, while a flusher looks at it); fence_mode, written
+ * protects the list and the records' flusher fields (settled, walked,
+ * fence_seq, walk_seq), held by a flusher whenever it looks at a record (so
+ * a record cannot leave, nor its thread's memory go, meanwhile) but dropped
+ * while it waits for another thread's fast path (wait_fast_paths: a fork's
+ * prefork, which takes threads_lock, must not wait for a preempted thread,
+ * nor for a whole trim); fence_mode, written
  * once by sheaf_threads_init (inside slab_init's pc_once); per thread: self,
  * this thread's record, linked while it keeps sheaves.
  * Lock order: threads_lock has the slot locks' rank (it stands for them in
@@ -35,14 +38,29 @@ struct sheaf_thread {
 	/* Under threads_lock: the decay's last look at each entry (its sheaf
 	 * and count; 0 for none). */
 	uint64_t decay_sig[PC_THREAD_SHEAVES];
+	/* Under threads_lock: the last fence (fence_seq) after which a flusher
+	 * saw this thread's busy flag clear, and the last flush (walk_seq)
+	 * that walked all of its entries. 0 in a new thread's record. */
+	uint64_t settled, walked;
 };
 
 static struct pc_mutex threads_lock;
 static struct pc_list threads = { &threads, &threads };
 static int fence_mode; /* OS_MEMBARRIER_*, or NONE in rseq mode */
+static uint64_t fence_seq, walk_seq; /* under threads_lock */
 static __thread struct sheaf_thread self PC_TLS;
 
 _Atomic bool pc_sheaf_test_no_fence;
+void (*_Atomic pc_sheaf_flush_wait_test_hook)(void);
+
+/* Test seam (slab.h): a flusher that waits for another thread's fast path,
+ * threads_lock dropped. */
+static void flush_wait_test_hook(void)
+{
+	void (*hook)(void) = pc_load_relaxed(&pc_sheaf_flush_wait_test_hook);
+	if (pc_unlikely(hook != NULL))
+		hook();
+}
 
 void sheaf_threads_init(void)
 {
@@ -111,28 +129,57 @@ racy_count(const struct pc_sheaf *sh)
 
 struct flush_batch {
 	bool fence; /* other threads' sheaves are among them */
+	bool may_drop; /* wait_fast_paths may drop threads_lock */
 	unsigned n;
 	struct pc_cache *cache[FLUSH_BATCH];
 	struct pc_sheaf *sheaf[FLUSH_BATCH];
 };
 
-/* Wait for every other thread that is inside a fast path (or a thread-mode
- * slow path) to leave it: its busy flag is set only there. Under
- * threads_lock. */
-static void wait_fast_paths(void)
+/*
+ * Wait (after the membarrier) until every other registered thread has been
+ * seen with its busy flag clear: each fast path (or thread-mode slow path)
+ * that may have read a detached entry has then ended. Called and returns
+ * with threads_lock held; with may_drop, it drops the lock while it yields,
+ * so that a fork (whose prefork takes it) or a thread that exits never
+ * waits for another thread's fast path through us, and returns true if it
+ * did (the caller's walk of the list must start again: its record may be
+ * gone). Sound across the drop: a record that left belongs to a thread no
+ * longer in a fast path; one that joined meanwhile never had the entries we
+ * detached (a new thread's record, even at a reused address, starts at
+ * settled 0 and is merely waited for too); and a record another flusher
+ * marked settled with a later fence_seq was seen clear after that fence,
+ * so after ours.
+ */
+static bool wait_fast_paths(bool may_drop)
 {
+	uint64_t seq = ++fence_seq;
+	bool dropped = false;
 	struct pc_list *it;
+again:
 	pc_list_for_each(it, &threads) {
 		struct sheaf_thread *t = pc_list_entry(it, struct sheaf_thread, link);
+		if (t == &self || t->settled >= seq)
+			continue;
 		/* Acquire: pairs with the release that clears the flag, so the
 		 * thread's last writes to the sheaf are seen. Bounded: a fast
 		 * path makes no call, and a slow path under the flag takes only
 		 * locks that a flusher does not hold while it waits (barn,
 		 * c->lock, list_lock, page locks); only preemption (or a signal
 		 * handler that blocks, against POSIX) makes it last. */
-		while (t != &self && __atomic_load_n(t->busy, __ATOMIC_ACQUIRE) != 0)
+		while (__atomic_load_n(t->busy, __ATOMIC_ACQUIRE) != 0) {
+			if (may_drop) {
+				pc_mutex_unlock(&threads_lock);
+				flush_wait_test_hook();
+				os_yield();
+				pc_mutex_lock(&threads_lock);
+				dropped = true;
+				goto again;
+			}
 			os_yield();
+		}
+		t->settled = seq;
 	}
+	return dropped;
 }
 
 /*
@@ -140,26 +187,30 @@ static void wait_fast_paths(void)
  * them: after a membarrier, only a fast path that announced itself before
  * its thread's barrier can have read a detached entry, and it is still
  * announced (slab.h, "Flushing another thread's sheaves"); wait for those.
- * Then give their objects back to the slabs. Under threads_lock.
+ * Then give their objects back to the slabs. Under threads_lock; returns
+ * whether the wait dropped it meanwhile.
  */
-static void batch_settle(struct flush_batch *b)
+static bool batch_settle(struct flush_batch *b)
 {
+	bool dropped = false;
 	if (b->n == 0)
-		return;
+		return false;
 	if (b->fence) {
 		os_membarrier_fence();
-		wait_fast_paths();
+		dropped = wait_fast_paths(b->may_drop);
 	}
 	for (unsigned i = 0; i < b->n; i++) {
 		sheaf_flush_objects(b->cache[i], b->sheaf[i]);
 		sheaf_free(b->sheaf[i]);
 	}
 	b->n = 0;
+	return dropped;
 }
 
-/* Detach thread t's sheaf of cache s (index i) into the batch. */
+/* Detach thread t's sheaf of cache s (index i) into the batch; *dropped
+ * says whether a full batch's settling dropped threads_lock. */
 static unsigned detach_one(struct flush_batch *b, struct sheaf_thread *t, struct pc_cache *s,
-			   unsigned i)
+			   unsigned i, bool *dropped)
 {
 	struct pc_sheaf *sh = sheaf_entry_take(&t->entries[i]);
 	if (sh == &pc_sheaf_none)
@@ -167,7 +218,7 @@ static unsigned detach_one(struct flush_batch *b, struct sheaf_thread *t, struct
 	b->cache[b->n] = s;
 	b->sheaf[b->n++] = sh;
 	if (b->n == FLUSH_BATCH)
-		batch_settle(b);
+		*dropped = batch_settle(b);
 	return 1;
 }
 
@@ -184,7 +235,12 @@ static bool entry_idle(struct sheaf_thread *t, unsigned i)
 
 /* Detach (and flush) every live thread's sheaf of `only` (NULL: every
  * cache); with idle_only, only the entries the decay finds idle. Returns
- * the sheaves flushed. */
+ * the sheaves flushed. A flush (not the decay, whose looks at an entry must
+ * stay a pass apart) lets threads_lock go while it waits for fast paths
+ * (wait_fast_paths); its walk then starts again from the head, skipping
+ * the records it walked whole (walked == this flush's walk_seq): entries
+ * it took already read none, so a record walked again in part gives up
+ * nothing twice. */
 static unsigned threads_flush(struct pc_cache *only, bool idle_only)
 {
 	if (sheaf_mode_get() != PC_SHEAF_MODE_THREAD)
@@ -193,19 +249,27 @@ static unsigned threads_flush(struct pc_cache *only, bool idle_only)
 	 * path must not take the sheaf that path holds, nor wait for it. */
 	bool own = __atomic_load_n(&pc_thread_sheaf_busy, __ATOMIC_RELAXED) == 0;
 	bool others = can_fence();
-	struct flush_batch b = { .fence = others, .n = 0 };
+	struct flush_batch b = { .fence = others, .may_drop = !idle_only, .n = 0 };
 	unsigned flushed = 0;
+	bool dropped = false;
 	pc_mutex_lock(&threads_lock);
+	uint64_t walk = ++walk_seq;
 	struct pc_list *it;
+again:
 	pc_list_for_each(it, &threads) {
 		struct sheaf_thread *t = pc_list_entry(it, struct sheaf_thread, link);
-		if (t == &self ? !own : !others)
+		if ((t == &self ? !own : !others) || t->walked == walk)
 			continue;
 		for (unsigned i = 1; i < PC_THREAD_SHEAVES; i++) {
 			struct pc_cache *s = sheaf_thread_cache(i);
 			if (s && (!only || s == only) && (!idle_only || entry_idle(t, i)))
-				flushed += detach_one(&b, t, s, i);
+				flushed += detach_one(&b, t, s, i, &dropped);
+			if (dropped) { /* t may be gone: start again */
+				dropped = false;
+				goto again;
+			}
 		}
+		t->walked = walk;
 	}
 	batch_settle(&b); /* without others' sheaves no fence is needed */
 	pc_mutex_unlock(&threads_lock);

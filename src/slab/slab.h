@@ -108,8 +108,12 @@
  *     (b) calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): every thread
  *         of the process executes a full barrier B (an IPI if it runs, a
  *         context switch otherwise) before it returns,
- *     (c) waits while any other registered thread's busy flag is set, and
- *         then owns the detached sheaves.
+ *     (c) waits until each other registered thread has been seen with
+ *         its busy flag clear (a flush, not the decay, drops threads_lock
+ *         while it yields, so that a fork or an exiting thread does not
+ *         wait for a preempted fast path through it; sheaf_thread.c,
+ *         wait_fast_paths, says why that stays sound), and then owns the
+ *         detached sheaves.
  *   Why: for each fast path of a thread T, either its (1) precedes T's
  *   barrier B, so after the membarrier the flusher sees the flag set, or
  *   already cleared again, and (c) waits for exactly the fast paths that
@@ -1313,7 +1317,11 @@ bool sheaf_thread_join(void);
 void sheaf_thread_leave(void);
 /* Flush every live thread's sheaf of `only` (NULL: of every cache) into the
  * slabs: other threads' only where a membarrier is available (and
- * pc_sheaf_test_no_fence is false), else the caller's alone. */
+ * pc_sheaf_test_no_fence is false), else the caller's alone. Takes
+ * threads_lock, and lets it go while it waits for another thread's fast
+ * path (a fork or an exiting thread never waits for that wait); a caller
+ * that holds slab_mutex still makes a fork wait for it, which is why a trim
+ * (pc_slab_reclaim) flushes every cache's at once before it takes that. */
 void sheaf_threads_flush(struct pc_cache *only);
 /* Objects in every live thread's sheaf of s: racy reads, a statistic. */
 long sheaf_threads_count(struct pc_cache *s);
@@ -1327,6 +1335,9 @@ void sheaf_threads_postfork_child(void);
 void sheaf_threads_fork_orphans(void);
 /* Tests only: behave as if membarrier were unavailable. */
 extern _Atomic bool pc_sheaf_test_no_fence;
+/* Tests only: called, when set, by a flusher about to yield while it waits
+ * for another thread's fast path, threads_lock dropped (it may block there). */
+extern void (*_Atomic pc_sheaf_flush_wait_test_hook)(void);
 /* "barn.c" */
 struct pc_sheaf *sheaf_new(struct pc_cache *s, unsigned capacity);
 void sheaf_free(struct pc_sheaf *sh);
