@@ -701,19 +701,64 @@ void pc_cache_foreach(void (*fn)(struct pc_cache *s, void *arg), void *arg)
 	slab_mutex_unlock();
 }
 
-static void reclaim_one(struct pc_cache *s, void *arg)
+/* The cache at position i of cache_list, or NULL past its end. Under
+ * slab_mutex. */
+static struct pc_cache *cache_at(unsigned i)
 {
-	(void)arg;
-	pc_cache_shrink(s);
+	slab_mutex_assert_held();
+	struct pc_list *it;
+	pc_list_for_each(it, &cache_list)
+		if (i-- == 0)
+			return pc_list_entry(it, struct pc_cache, link);
+	return NULL;
 }
 
+/* One cache of a trim, under slab_mutex: as pc_cache_shrink, but in thread
+ * mode without the live threads' sheaves, which pc_slab_reclaim gave back
+ * just before (every cache's at once): flushing them again here would wait
+ * for their fast paths holding slab_mutex, which a fork's prefork takes
+ * first. What they took since stays with them, as after any trim. */
+static void reclaim_one(struct pc_cache *s)
+{
+	if (s->slots || s->tindex == 0 || s->internal) {
+		pc_cache_shrink(s);
+		return;
+	}
+	pc_vg_enter(); /* as pc_cache_shrink */
+	sheaf_enter();
+	for (unsigned i = 0; i < pc_node_count(); i++)
+		barn_drain(s, i);
+	slab_shrink_slabs(s);
+	sheaf_leave();
+	pc_vg_leave();
+}
+
+/*
+ * A trim (pc_trim, malloc_trim, the out-of-memory retry). Thread mode first
+ * flushes every live thread's sheaves, holding no slab lock (threads_lock
+ * only, dropped while it waits for another thread's fast path). Then each
+ * cache, taking slab_mutex for that cache alone: a fork (or a cache
+ * creation, a decay pass) waits for one cache's shrink at most, never for
+ * the whole trim, nor for a wait on another thread. A cache destroyed
+ * between two steps shifts the positions: the trim may skip one cache
+ * (it frees nothing wrong; a later trim gets it). None is made or destroyed
+ * in a steady program.
+ */
 void pc_slab_reclaim(void)
 {
 	if (pc_slab_reentered()) /* a signal handler inside our slow path */
 		return;
-	sheaf_enter(); /* slab_mutex, then each cache's locks (pc_cache_shrink) */
-	sheaf_flush_threads(); /* thread mode: every cache's at once, one fence */
-	pc_cache_foreach(reclaim_one, NULL);
+	sheaf_enter(); /* slab_mutex, then each cache's locks (reclaim_one) */
+	sheaf_flush_threads(); /* thread mode: every cache's at once, one fence per batch */
+	for (unsigned i = 0;; i++) {
+		slab_mutex_lock();
+		struct pc_cache *s = cache_at(i);
+		if (s)
+			reclaim_one(s);
+		slab_mutex_unlock();
+		if (!s)
+			break;
+	}
 	sheaf_leave();
 }
 

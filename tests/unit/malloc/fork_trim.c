@@ -1,0 +1,128 @@
+/*
+ * tests/unit/malloc/fork_trim.c - a fork never waits for a trim that waits
+ * for another thread (slab/sheaf_thread.c, wait_fast_paths; slab/cache.c,
+ * pc_slab_reclaim).
+ *
+ * Thread mode (the fallback, the _norseq run; rseq mode has no such wait
+ * and the test only says so): a trim flushes every live thread's sheaves
+ * and waits, after its membarrier, for each thread seen inside a fast path
+ * to leave it. Thread B allocates and frees (so it holds a kmalloc-64
+ * sheaf), then sets its busy flag as a fast path does and stays "inside"
+ * until told. Thread T calls pc_trim(): it detaches B's sheaf and waits for
+ * B. The main thread, once B's entry is detached (T is in that flush), forks;
+ * B is let go only after fork() has returned and T has been seen waiting. Before the fix the trim held
+ * threads_lock while it waited, the slab prefork waited for that lock, and
+ * the three waited for one another: the alarm ended the test, whatever the
+ * scheduling. Now the wait drops the lock while it yields (the test hook
+ * counts it), the fork completes, the child allocates and trims, and the
+ * trim completes once B leaves. The alarms only detect a hang.
+ */
+#define _GNU_SOURCE
+#include "test.h"
+
+#include "malloc/malloc.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#define ALARM_S 120
+
+static _Atomic int b_ready, b_release, trim_done, waits;
+static pc_sheaf_entry *_Atomic b_entry;
+
+static void *inside_fast_path(void *arg)
+{
+	(void)arg;
+	void *p[8];
+	for (int i = 0; i < 8; i++)
+		p[i] = pc_malloc(64);
+	for (int i = 0; i < 8; i++)
+		pc_free(p[i]);
+	struct pc_cache *s = pc_class_cache[pc_size_class(64)];
+	atomic_store(&b_entry, &pc_thread_sheaves[s->tindex]);
+	__atomic_store_n(&pc_thread_sheaf_busy, 1, __ATOMIC_RELAXED); /* a fast path begins */
+	atomic_store(&b_ready, 1);
+	while (!atomic_load(&b_release))
+		sched_yield();
+	__atomic_store_n(&pc_thread_sheaf_busy, 0, __ATOMIC_RELEASE); /* and ends */
+	return NULL;
+}
+
+static void *trimmer(void *arg)
+{
+	(void)arg;
+	pc_trim();
+	atomic_store(&trim_done, 1);
+	return NULL;
+}
+
+static void on_wait(void) { atomic_fetch_add(&waits, 1); }
+
+static int child_main(void)
+{
+	alarm(ALARM_S);
+	void *p[64];
+	for (int i = 0; i < 64; i++)
+		p[i] = pc_malloc((size_t)i * 64 + 8);
+	for (int i = 0; i < 64; i++) {
+		if (!p[i])
+			return 2;
+		pc_free(p[i]);
+	}
+	pc_trim();
+	return 0;
+}
+
+TEST(fork_beside_waiting_trim)
+{
+	void *first = pc_malloc(1); /* start the allocator */
+	pc_free(first);
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_THREAD) {
+		fprintf(stderr, "  rseq mode: trims wait for no thread; nothing to test here\n");
+		return;
+	}
+	alarm(ALARM_S);
+	atomic_store(&pc_sheaf_flush_wait_test_hook, on_wait);
+	pthread_t b, t;
+	REQUIRE(pthread_create(&b, NULL, inside_fast_path, NULL) == 0);
+	while (!atomic_load(&b_ready))
+		sched_yield();
+	pc_sheaf_entry *entry = atomic_load(&b_entry);
+	REQUIRE(__atomic_load_n(entry, __ATOMIC_ACQUIRE) != &pc_sheaf_none);
+	REQUIRE(pthread_create(&t, NULL, trimmer, NULL) == 0);
+	/* T has taken B's sheaf: it is in its flush and will wait for B. */
+	while (__atomic_load_n(entry, __ATOMIC_ACQUIRE) != &pc_sheaf_none &&
+	       !atomic_load(&trim_done))
+		sched_yield();
+	bool fenced = !atomic_load(&trim_done);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(child_main());
+	CHECK(!atomic_load(&trim_done) || !fenced); /* the trim still waits for B */
+	/* Let B go once T has been seen waiting for it, the lock dropped (so
+	 * the count below is never a matter of timing). */
+	while (fenced && atomic_load(&waits) == 0)
+		sched_yield();
+	atomic_store(&b_release, 1);
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	pthread_join(t, NULL);
+	pthread_join(b, NULL);
+	atomic_store(&pc_sheaf_flush_wait_test_hook, NULL);
+	alarm(0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(atomic_load(&trim_done));
+	if (!fenced) {
+		fprintf(stderr, "  no membarrier here: trims take no other thread's sheaves\n");
+		return;
+	}
+	CHECK(atomic_load(&waits) >= 1); /* it waited for B, threads_lock dropped */
+}
+
+int main(void)
+{
+	RUN(fork_beside_waiting_trim);
+	return test_report();
+}
