@@ -48,18 +48,25 @@ static struct pc_mutex threads_lock;
 static struct pc_list threads = { &threads, &threads };
 static int fence_mode; /* OS_MEMBARRIER_*, or NONE in rseq mode */
 static uint64_t fence_seq, walk_seq; /* under threads_lock */
+/* Under threads_lock: flushers waiting with the lock dropped, their
+ * detached sheaves in flight to the slabs. */
+static unsigned flushes_in_flight;
+/* This thread's flush is one of them (a signal handler that interrupted it
+ * must not wait for it). */
+static __thread bool flush_in_flight_mine PC_TLS;
 static __thread struct sheaf_thread self PC_TLS;
 
 _Atomic bool pc_sheaf_test_no_fence;
-void (*_Atomic pc_sheaf_flush_wait_test_hook)(void);
+void (*_Atomic pc_sheaf_flush_wait_test_hook)(bool for_flushes);
 
-/* Test seam (slab.h): a flusher that waits for another thread's fast path,
- * threads_lock dropped. */
-static void flush_wait_test_hook(void)
+/* Test seam (slab.h): a flusher about to yield, threads_lock dropped, while
+ * it waits for another thread's fast path (false) or for other flushes'
+ * sheaves in flight (true). */
+static void flush_wait_test_hook(bool for_flushes)
 {
-	void (*hook)(void) = pc_load_relaxed(&pc_sheaf_flush_wait_test_hook);
+	void (*hook)(bool) = pc_load_relaxed(&pc_sheaf_flush_wait_test_hook);
 	if (pc_unlikely(hook != NULL))
-		hook();
+		hook(for_flushes);
 }
 
 void sheaf_threads_init(void)
@@ -168,10 +175,14 @@ again:
 		 * handler that blocks, against POSIX) makes it last. */
 		while (__atomic_load_n(t->busy, __ATOMIC_ACQUIRE) != 0) {
 			if (may_drop) {
+				flushes_in_flight++;
+				flush_in_flight_mine = true;
 				pc_mutex_unlock(&threads_lock);
-				flush_wait_test_hook();
+				flush_wait_test_hook(false);
 				os_yield();
 				pc_mutex_lock(&threads_lock);
+				flush_in_flight_mine = false;
+				flushes_in_flight--;
 				dropped = true;
 				goto again;
 			}
@@ -235,12 +246,17 @@ static bool entry_idle(struct sheaf_thread *t, unsigned i)
 
 /* Detach (and flush) every live thread's sheaf of `only` (NULL: every
  * cache); with idle_only, only the entries the decay finds idle. Returns
- * the sheaves flushed. A flush (not the decay, whose looks at an entry must
- * stay a pass apart) lets threads_lock go while it waits for fast paths
+ * the sheaves flushed. A flush of every cache (a trim, the out-of-memory
+ * retry) lets threads_lock go while it waits for fast paths
  * (wait_fast_paths); its walk then starts again from the head, skipping
  * the records it walked whole (walked == this flush's walk_seq): entries
  * it took already read none, so a record walked again in part gives up
- * nothing twice. */
+ * nothing twice. The decay does not (its two looks at an entry must stay a
+ * pass apart), nor a flush of one cache (pc_cache_shrink, destroy, a
+ * capacity change: a fork waits for those through slab_mutex anyway), which
+ * instead waits, the lock dropped, until no flush that dropped it has
+ * sheaves in flight: a destroy then finds every object of its cache back
+ * in the slabs, as when threads_lock was held through every wait. */
 static unsigned threads_flush(struct pc_cache *only, bool idle_only)
 {
 	if (sheaf_mode_get() != PC_SHEAF_MODE_THREAD)
@@ -249,7 +265,7 @@ static unsigned threads_flush(struct pc_cache *only, bool idle_only)
 	 * path must not take the sheaf that path holds, nor wait for it. */
 	bool own = __atomic_load_n(&pc_thread_sheaf_busy, __ATOMIC_RELAXED) == 0;
 	bool others = can_fence();
-	struct flush_batch b = { .fence = others, .may_drop = !idle_only, .n = 0 };
+	struct flush_batch b = { .fence = others, .may_drop = !only && !idle_only, .n = 0 };
 	unsigned flushed = 0;
 	bool dropped = false;
 	pc_mutex_lock(&threads_lock);
@@ -272,6 +288,12 @@ again:
 		t->walked = walk;
 	}
 	batch_settle(&b); /* without others' sheaves no fence is needed */
+	while (only && flushes_in_flight > (unsigned)flush_in_flight_mine) {
+		pc_mutex_unlock(&threads_lock);
+		flush_wait_test_hook(true);
+		os_yield();
+		pc_mutex_lock(&threads_lock);
+	}
 	pc_mutex_unlock(&threads_lock);
 	return flushed;
 }

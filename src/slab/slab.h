@@ -1335,9 +1335,10 @@ void sheaf_threads_postfork_child(void);
 void sheaf_threads_fork_orphans(void);
 /* Tests only: behave as if membarrier were unavailable. */
 extern _Atomic bool pc_sheaf_test_no_fence;
-/* Tests only: called, when set, by a flusher about to yield while it waits
- * for another thread's fast path, threads_lock dropped (it may block there). */
-extern void (*_Atomic pc_sheaf_flush_wait_test_hook)(void);
+/* Tests only: called, when set, by a flusher about to yield, threads_lock
+ * dropped, while it waits for another thread's fast path (false) or for the
+ * sheaves other flushes have in flight (true); it may block there. */
+extern void (*_Atomic pc_sheaf_flush_wait_test_hook)(bool for_flushes);
 /* "barn.c" */
 struct pc_sheaf *sheaf_new(struct pc_cache *s, unsigned capacity);
 void sheaf_free(struct pc_sheaf *sh);

@@ -16,6 +16,8 @@
  * scheduling. Now the wait drops the lock while it yields (the test hook
  * counts it), the fork completes, the child allocates and trims, and the
  * trim completes once B leaves. The alarms only detect a hang.
+ * destroy_beside_waiting_trim (below): what the dropped lock must not
+ * break.
  */
 #define _GNU_SOURCE
 #include "test.h"
@@ -56,7 +58,11 @@ static void *trimmer(void *arg)
 	return NULL;
 }
 
-static void on_wait(void) { atomic_fetch_add(&waits, 1); }
+static _Atomic int flight_waits;
+static void on_wait(bool for_flushes)
+{
+	atomic_fetch_add(for_flushes ? &flight_waits : &waits, 1);
+}
 
 static int child_main(void)
 {
@@ -121,8 +127,84 @@ TEST(fork_beside_waiting_trim)
 	CHECK(atomic_load(&waits) >= 1); /* it waited for B, threads_lock dropped */
 }
 
+/*
+ * destroy_beside_waiting_trim: the trim's dropped lock must not let a cache
+ * destroy see the trim's sheaves in flight as allocated objects ("keeping
+ * it"). B holds a sheaf of the test's cache and parks inside a fast path;
+ * T's trim takes it and waits for B, the lock dropped; then D destroys the
+ * cache. D's flush waits for the flushes in flight (test hook, true), B is
+ * let go only then, and the destroy must find the cache empty (0). Without
+ * that wait D returns at once, finding the objects in T's batch: non-zero.
+ */
+static struct pc_cache *own_cache;
+static _Atomic int d_done;
+static _Atomic size_t d_result;
+
+static void *holder_of_own(void *arg)
+{
+	(void)arg;
+	void *o[8];
+	for (int i = 0; i < 8; i++)
+		o[i] = pc_cache_alloc(own_cache);
+	for (int i = 0; i < 8; i++)
+		pc_cache_free(own_cache, o[i]);
+	atomic_store(&b_entry, &pc_thread_sheaves[own_cache->tindex]);
+	__atomic_store_n(&pc_thread_sheaf_busy, 1, __ATOMIC_RELAXED);
+	atomic_store(&b_ready, 1);
+	while (!atomic_load(&b_release))
+		sched_yield();
+	__atomic_store_n(&pc_thread_sheaf_busy, 0, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *destroyer(void *arg)
+{
+	(void)arg;
+	atomic_store(&d_result, pc_cache_destroy(own_cache));
+	atomic_store(&d_done, 1);
+	return NULL;
+}
+
+TEST(destroy_beside_waiting_trim)
+{
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_THREAD)
+		return; /* said above */
+	own_cache = pc_cache_create("fork-trim-own", 64, 0, NULL);
+	REQUIRE(own_cache != NULL);
+	if (own_cache->tindex == 0) {
+		fprintf(stderr, "  no thread-sheaf index left for a new cache: nothing to test\n");
+		return;
+	}
+	alarm(ALARM_S);
+	atomic_store(&b_ready, 0);
+	atomic_store(&b_release, 0);
+	atomic_store(&trim_done, 0);
+	atomic_store(&waits, 0);
+	atomic_store(&pc_sheaf_flush_wait_test_hook, on_wait);
+	pthread_t b, t, d;
+	REQUIRE(pthread_create(&b, NULL, holder_of_own, NULL) == 0);
+	while (!atomic_load(&b_ready))
+		sched_yield();
+	REQUIRE(pthread_create(&t, NULL, trimmer, NULL) == 0);
+	while (atomic_load(&waits) == 0 && !atomic_load(&trim_done))
+		sched_yield();
+	bool fenced = !atomic_load(&trim_done);
+	REQUIRE(pthread_create(&d, NULL, destroyer, NULL) == 0);
+	while (fenced && atomic_load(&flight_waits) == 0 && !atomic_load(&d_done))
+		sched_yield();
+	CHECK(!fenced || !atomic_load(&d_done)); /* D waits for T's sheaves */
+	atomic_store(&b_release, 1);
+	pthread_join(d, NULL);
+	pthread_join(t, NULL);
+	pthread_join(b, NULL);
+	atomic_store(&pc_sheaf_flush_wait_test_hook, NULL);
+	alarm(0);
+	CHECK_EQ(atomic_load(&d_result), 0); /* every object back: destroyed */
+}
+
 int main(void)
 {
 	RUN(fork_beside_waiting_trim);
+	RUN(destroy_beside_waiting_trim);
 	return test_report();
 }
