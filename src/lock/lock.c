@@ -491,9 +491,14 @@ void pc_lock_fork_child(void)
 	pc_mutex_fork_child();
 }
 
-/* The lock layer's lifecycle: registered from a constructor, since the
- * layer has no init of its own (locks are zero-initialised or pc_lock_init'ed
- * by the layers above). */
+/* The lock layer's lifecycle. The layer has no init of its own (locks are
+ * zero-initialised or pc_lock_init'ed by the layers above), so the entries
+ * (and the witness's, in debug builds) are registered by
+ * pc_lock_layer_start: from the page layer's init, which every allocation
+ * runs before it takes any allocator lock, so that a fork made before this
+ * library's constructors ran finds them too (os/lifecycle.c, "registering
+ * the fork handlers"), and from a constructor, for programs of the lower
+ * layers alone. */
 static const struct pc_life lock_life = {
 	.name = "lock",
 	.rank = PC_LIFE_RANK_LOCK,
@@ -501,7 +506,21 @@ static const struct pc_life lock_life = {
 	.thread_exit = pc_lock_thread_exit,
 };
 
-__attribute__((constructor(101))) static void lock_life_register(void)
+static _Atomic uint32_t lock_layer_state;
+static bool lock_layer_start_once(void)
 {
 	pc_life_register(&lock_life);
+#if PC_DEBUG >= 2
+	pc_witness_register();
+#endif
+	return true;
+}
+void pc_lock_layer_start(void)
+{
+	pc_once(&lock_layer_state, lock_layer_start_once);
+}
+
+__attribute__((constructor(101))) static void lock_life_register(void)
+{
+	pc_lock_layer_start();
 }

@@ -140,6 +140,11 @@ PC_INLINE void pc_spinwait_init(struct pc_spinwait *w) { w->pauses = 0; w->backo
 void pc_spinwait_backoff(struct pc_spinwait *w);
 void pc_spinwait_pause(struct pc_spinwait *w);
 
+/* Register the lock layer's fork and thread-exit handlers (and the
+ * witness's, PC_DEBUG >= 2) with the lifecycle registry, once: called by
+ * the page layer's init (before any allocator lock exists) and by a
+ * constructor. Idempotent, thread-safe. */
+void pc_lock_layer_start(void);
 /* ---- lock ranks, checked in debug builds ("witness.c") ----------------------- */
 /*
  * Every allocator lock has a rank from the global lock order (src/README.md),
@@ -181,6 +186,8 @@ const char *pc_lock_rank_name(unsigned rank);
 /* lock (any kind) of rank is about to be waited for (blocking: checked and
  * recorded) or was taken by a try (recorded only). */
 void pc_witness_acquire(const void *lock, unsigned rank, bool blocking);
+/* The witness's lifecycle entry (from pc_lock_layer_start only). */
+void pc_witness_register(void);
 void pc_witness_release(const void *lock, unsigned rank);
 /* Whether this thread holds lock, a recorded one (true when unsure: in
  * fork mode, or for an unranked lock). */

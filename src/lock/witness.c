@@ -128,7 +128,7 @@ static const struct pc_life witness_life = {
 	.postfork_child = witness_fork_end,
 };
 
-__attribute__((constructor(101))) static void witness_register(void)
+void pc_witness_register(void)
 {
 	pc_life_register(&witness_life);
 }

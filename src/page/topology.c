@@ -126,6 +126,7 @@ static bool build_zones(void)
  * clean (the metadata mapped so far stays mapped: a few pages, once). */
 static bool page_init_once(void)
 {
+	pc_lock_layer_start(); /* its fork handlers before any lock exists */
 	os_init();
 	pc_options_init();
 	pc_option_on_change(PC_OPT_STATS_ENABLE, stats_hook);
