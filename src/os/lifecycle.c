@@ -99,9 +99,11 @@ static void once_leave(void)
  * another thread holds, held for ever in the child. A library constructor of
  * ours is not early enough: another library's constructor may run first,
  * start threads that allocate and fork. So the first pc_once_slow of the
- * process registers them, before any init has run (every allocator lock is
- * in state an init made, so none exists yet), and the constructor does it
- * if no allocation came first.
+ * process registers them, before any init has run (no allocator lock is
+ * taken before some init has run, though static ones exist; the layers
+ * without an init of their own, lock/, register their entries from the
+ * page layer's init), and the constructor does it if no allocation came
+ * first.
  *
  * Why no interleaving hangs. pthread_atfork takes the C library's atfork
  * lock, which a forking thread may hold from its first prepare handler to
@@ -117,7 +119,16 @@ static void once_leave(void)
  * pthread_atfork allocates, sees the claim and goes on at once, never
  * waiting for the registration. So the claimer waits for the atfork lock
  * alone, whose holder never waits for the claimer, and nobody waits for the
- * claimer: no cycle. (A fork child that inherits a claim whose thread is not
+ * claimer: no cycle, unless the holder is the claimer itself: a first
+ * allocation made inside another library's prepare handler, where the C
+ * library holds its atfork lock across the handlers (glibc before 2.36),
+ * or in a signal handler that interrupted fork or pthread_atfork, would
+ * wait for its own thread's lock. Where pcmalloc is the process's malloc
+ * that cannot be the first allocation: glibc takes that lock only for a
+ * fork of a multi-threaded process, and pthread_create allocates (the new
+ * thread's DTV) before a second thread exists. A program that keeps the C
+ * library's malloc and calls pc_malloc first from a prepare handler, on
+ * such a glibc, would hang there: accepted. (A fork child that inherits a claim whose thread is not
  * there is single-threaded and needs no handler; its own children are
  * protected only once something registers, which nothing then does: such a
  * child, forked in the few instructions between the claim and the

@@ -49,8 +49,10 @@ static struct pc_list threads = { &threads, &threads };
 static int fence_mode; /* OS_MEMBARRIER_*, or NONE in rseq mode */
 static uint64_t fence_seq, walk_seq; /* under threads_lock */
 /* Under threads_lock: flushers waiting with the lock dropped, their
- * detached sheaves in flight to the slabs. */
+ * detached sheaves in flight to the slabs, and their batches (on their
+ * stacks; a fork child takes them over, see sheaf_threads_postfork_child). */
 static unsigned flushes_in_flight;
+static struct pc_list parked = { &parked, &parked };
 /* This thread's flush is one of them (a signal handler that interrupted it
  * must not wait for it). */
 static __thread bool flush_in_flight_mine PC_TLS;
@@ -135,18 +137,21 @@ racy_count(const struct pc_sheaf *sh)
 #define FLUSH_BATCH 32 /* sheaves detached per fence */
 
 struct flush_batch {
+	struct pc_list link; /* on parked while its flusher waits, lock dropped */
 	bool fence; /* other threads' sheaves are among them */
 	bool may_drop; /* wait_fast_paths may drop threads_lock */
 	unsigned n;
 	struct pc_cache *cache[FLUSH_BATCH];
 	struct pc_sheaf *sheaf[FLUSH_BATCH];
+	struct sheaf_thread *owner[FLUSH_BATCH]; /* whose entry it was (compared only) */
 };
 
 /*
  * Wait (after the membarrier) until every other registered thread has been
  * seen with its busy flag clear: each fast path (or thread-mode slow path)
  * that may have read a detached entry has then ended. Called and returns
- * with threads_lock held; with may_drop, it drops the lock while it yields,
+ * with threads_lock held; with b->may_drop, it drops the lock while it
+ * yields (b on parked meanwhile),
  * so that a fork (whose prefork takes it) or a thread that exits never
  * waits for another thread's fast path through us, and returns true if it
  * did (the caller's walk of the list must start again: its record may be
@@ -157,7 +162,7 @@ struct flush_batch {
  * marked settled with a later fence_seq was seen clear after that fence,
  * so after ours.
  */
-static bool wait_fast_paths(bool may_drop)
+static bool wait_fast_paths(struct flush_batch *b)
 {
 	uint64_t seq = ++fence_seq;
 	bool dropped = false;
@@ -174,13 +179,15 @@ again:
 		 * c->lock, list_lock, page locks); only preemption (or a signal
 		 * handler that blocks, against POSIX) makes it last. */
 		while (__atomic_load_n(t->busy, __ATOMIC_ACQUIRE) != 0) {
-			if (may_drop) {
+			if (b->may_drop) {
 				flushes_in_flight++;
 				flush_in_flight_mine = true;
+				pc_list_add(&b->link, &parked);
 				pc_mutex_unlock(&threads_lock);
 				flush_wait_test_hook(false);
 				os_yield();
 				pc_mutex_lock(&threads_lock);
+				pc_list_del(&b->link);
 				flush_in_flight_mine = false;
 				flushes_in_flight--;
 				dropped = true;
@@ -208,7 +215,7 @@ static bool batch_settle(struct flush_batch *b)
 		return false;
 	if (b->fence) {
 		os_membarrier_fence();
-		dropped = wait_fast_paths(b->may_drop);
+		dropped = wait_fast_paths(b);
 	}
 	for (unsigned i = 0; i < b->n; i++) {
 		sheaf_flush_objects(b->cache[i], b->sheaf[i]);
@@ -227,6 +234,7 @@ static unsigned detach_one(struct flush_batch *b, struct sheaf_thread *t, struct
 	if (sh == &pc_sheaf_none)
 		return 0;
 	b->cache[b->n] = s;
+	b->owner[b->n] = t;
 	b->sheaf[b->n++] = sh;
 	if (b->n == FLUSH_BATCH)
 		*dropped = batch_settle(b);
@@ -350,12 +358,39 @@ void sheaf_threads_postfork_parent(void) { pc_mutex_unlock(&threads_lock); }
  * with its entry store); a thread that was inside a fast or slow path at
  * the fork (flag set) may have left a sheaf half written, so its sheaves
  * are left alone (lost in the child: a leak, never a reuse).
+ * The batches of flushers that waited with threads_lock dropped (parked)
+ * are the child's too (their stacks are mapped here; their threads are
+ * gone): each sheaf goes back to the slabs with the orphans', unless its
+ * owner was registered with its busy flag set at the fork (that fast path
+ * may have been using it: left alone, a leak). And no flush is in flight
+ * any more, or the child's first flush of one cache would wait for ever.
  */
 static struct pc_list orphans = { &orphans, &orphans }; /* fork child only */
+static struct pc_list orphan_batches = { &orphan_batches, &orphan_batches }; /* fork child only */
+
+static bool busy_at_fork(const struct sheaf_thread *owner)
+{
+	struct pc_list *it;
+	pc_list_for_each(it, &threads) /* compared only: a gone owner's record may be freed */
+		if (pc_list_entry(it, struct sheaf_thread, link) == owner)
+			return owner != &self && *owner->busy != 0;
+	return false; /* left the registry: its thread was in no fast path */
+}
 
 void sheaf_threads_postfork_child(void)
 {
 	pc_mutex_reinit(&threads_lock);
+	pc_list_init(&orphan_batches);
+	while (parked.next != &parked) {
+		struct flush_batch *b = pc_list_entry(parked.next, struct flush_batch, link);
+		pc_list_del(&b->link);
+		for (unsigned i = 0; i < b->n; i++)
+			if (busy_at_fork(b->owner[i]))
+				b->sheaf[i] = NULL;
+		pc_list_add(&b->link, &orphan_batches);
+	}
+	flushes_in_flight = 0;
+	flush_in_flight_mine = false;
 	pc_list_init(&orphans);
 	while (threads.next != &threads) {
 		struct sheaf_thread *t = pc_list_entry(threads.next, struct sheaf_thread, link);
@@ -368,10 +403,21 @@ void sheaf_threads_postfork_child(void)
 }
 
 /* After the fork window (every lock usable again; lifecycle rank
- * PC_LIFE_RANK_SLAB_CHILD): flush the orphans' sheaves. */
+ * PC_LIFE_RANK_SLAB_CHILD): flush the orphans' sheaves, and the parked
+ * batches'. */
 void sheaf_threads_fork_orphans(void)
 {
 	sheaf_enter();
+	while (orphan_batches.next != &orphan_batches) {
+		struct flush_batch *b = pc_list_entry(orphan_batches.next, struct flush_batch, link);
+		pc_list_del(&b->link);
+		for (unsigned i = 0; i < b->n; i++) {
+			if (!b->sheaf[i])
+				continue;
+			sheaf_flush_objects(b->cache[i], b->sheaf[i]);
+			sheaf_free(b->sheaf[i]);
+		}
+	}
 	while (orphans.next != &orphans) {
 		struct sheaf_thread *t = pc_list_entry(orphans.next, struct sheaf_thread, link);
 		pc_list_del(&t->link);

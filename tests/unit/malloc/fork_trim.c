@@ -15,7 +15,11 @@
  * the three waited for one another: the alarm ended the test, whatever the
  * scheduling. Now the wait drops the lock while it yields (the test hook
  * counts it), the fork completes, the child allocates and trims, and the
- * trim completes once B leaves. The alarms only detect a hang.
+ * trim completes once B leaves. The alarms only detect a hang. The child
+ * also shrinks cache x, whose sheaf (of thread A, alive, not busy) was in
+ * the waiting trim's batch at the fork: it must not wait for that flush
+ * (which is not in the child), and must get the sheaf's objects back
+ * (active_objects 0), not leak them.
  * destroy_beside_waiting_trim (below): what the dropped lock must not
  * break.
  */
@@ -50,6 +54,26 @@ static void *inside_fast_path(void *arg)
 	return NULL;
 }
 
+/* Thread A: holds a sheaf of cache x (not busy), alive until told. */
+static struct pc_cache *x_cache;
+static _Atomic int a_ready, a_release;
+static pc_sheaf_entry *_Atomic a_entry;
+
+static void *idle_holder(void *arg)
+{
+	(void)arg;
+	void *o[8];
+	for (int i = 0; i < 8; i++)
+		o[i] = pc_cache_alloc(x_cache);
+	for (int i = 0; i < 8; i++)
+		pc_cache_free(x_cache, o[i]);
+	atomic_store(&a_entry, &pc_thread_sheaves[x_cache->tindex]);
+	atomic_store(&a_ready, 1);
+	while (!atomic_load(&a_release))
+		sched_yield();
+	return NULL;
+}
+
 static void *trimmer(void *arg)
 {
 	(void)arg;
@@ -67,6 +91,16 @@ static void on_wait(bool for_flushes)
 static int child_main(void)
 {
 	alarm(ALARM_S);
+	/* A's sheaf of x was in the waiting trim's batch at the fork: the child
+	 * gives it back (A was in no fast path) and has no flush in flight, so
+	 * a flush of one cache does not wait for one that is not here. */
+	if (x_cache) {
+		pc_cache_shrink(x_cache);
+		struct pc_cache_info info;
+		pc_cache_info(x_cache, &info);
+		if (info.active_objects != 0)
+			return 3;
+	}
 	void *p[64];
 	for (int i = 0; i < 64; i++)
 		p[i] = pc_malloc((size_t)i * 64 + 8);
@@ -89,10 +123,21 @@ TEST(fork_beside_waiting_trim)
 	}
 	alarm(ALARM_S);
 	atomic_store(&pc_sheaf_flush_wait_test_hook, on_wait);
-	pthread_t b, t;
+	pthread_t a, b, t;
 	REQUIRE(pthread_create(&b, NULL, inside_fast_path, NULL) == 0);
 	while (!atomic_load(&b_ready))
 		sched_yield();
+	/* A joins the registry after B: the flush walks it first, so its
+	 * sheaf is in the batch before any wait. */
+	x_cache = pc_cache_create("fork-trim-x", 64, 0, NULL);
+	REQUIRE(x_cache != NULL);
+	if (x_cache->tindex == 0)
+		x_cache = NULL; /* no thread-sheaf index left: that part is not tested */
+	if (x_cache) {
+		REQUIRE(pthread_create(&a, NULL, idle_holder, NULL) == 0);
+		while (!atomic_load(&a_ready))
+			sched_yield();
+	}
 	pc_sheaf_entry *entry = atomic_load(&b_entry);
 	REQUIRE(__atomic_load_n(entry, __ATOMIC_ACQUIRE) != &pc_sheaf_none);
 	REQUIRE(pthread_create(&t, NULL, trimmer, NULL) == 0);
@@ -101,6 +146,11 @@ TEST(fork_beside_waiting_trim)
 	       !atomic_load(&trim_done))
 		sched_yield();
 	bool fenced = !atomic_load(&trim_done);
+	/* And it waits, threads_lock dropped, with A's sheaf detached. */
+	while (fenced && atomic_load(&waits) == 0)
+		sched_yield();
+	if (fenced && x_cache)
+		REQUIRE(__atomic_load_n(atomic_load(&a_entry), __ATOMIC_ACQUIRE) == &pc_sheaf_none);
 	fflush(NULL);
 	pid_t pid = fork();
 	REQUIRE(pid >= 0);
@@ -116,8 +166,13 @@ TEST(fork_beside_waiting_trim)
 	REQUIRE(waitpid(pid, &status, 0) == pid);
 	pthread_join(t, NULL);
 	pthread_join(b, NULL);
+	atomic_store(&a_release, 1);
+	if (x_cache)
+		pthread_join(a, NULL);
 	atomic_store(&pc_sheaf_flush_wait_test_hook, NULL);
 	alarm(0);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+		fprintf(stderr, "  child: the trim's sheaf in flight was not given back\n");
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	CHECK(atomic_load(&trim_done));
 	if (!fenced) {

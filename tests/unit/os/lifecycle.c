@@ -147,11 +147,39 @@ TEST(thread_exit_handlers)
 	CHECK_EQ(atomic_load(&exit_calls), 4); /* a second round after re-enrolling */
 }
 
+/* A fork handler that starts an init (the forking thread's first contended
+ * mutex makes the thread-exit key once) must not wait for its own fork:
+ * inits otherwise wait while a fork is under way ("once and fork"). The
+ * prefork and the child's postfork each run a once of their own. Without
+ * the forking thread's exemption the parent waits in its prefork for ever
+ * (checked; every signal is blocked there, so only ctest's timeout ends
+ * it). */
+static _Atomic uint32_t in_prefork_state, in_child_state;
+static bool in_fork_init(void) { return true; }
+static void pre_init(void) { pc_once(&in_prefork_state, in_fork_init); }
+static void child_init(void) { pc_once(&in_child_state, in_fork_init); }
+static const struct pc_life life_init = { "test-init", 150, pre_init, NULL, child_init, NULL };
+
+TEST(init_inside_fork_handlers)
+{
+	pc_life_register(&life_init);
+	fflush(NULL);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(pc_once_done(&in_child_state) ? 0 : 1);
+	int status = 0;
+	REQUIRE(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(pc_once_done(&in_prefork_state));
+}
+
 int main(void)
 {
 	RUN(once_runs_init_once);
 	RUN(once_retries_failed_init);
 	RUN(fork_handlers_in_rank_order);
 	RUN(thread_exit_handlers);
+	RUN(init_inside_fork_handlers);
 	return test_report();
 }
