@@ -219,16 +219,35 @@ static bool get_partial(struct pc_cache *s, struct pc_cache_cpu *c, unsigned nod
 	return false;
 }
 
+/* The smallest order that holds one object of s: what slab_new falls back
+ * to when the page allocator refuses the cache's order (SLUB's oo_min). */
+static unsigned slab_min_order(const struct pc_cache *s)
+{
+	unsigned order = 0;
+	while ((PC_PAGE_SIZE << order) < s->size)
+		order++;
+	return order;
+}
+
 /* Allocate a slab and write its page descriptors, not its memory: every
  * object fresh ("Fresh objects" above), the freelist empty, inuse 0; frozen
- * (for the caller's CPU) or not. */
+ * (for the caller's CPU) or not. When the page allocator has no block of
+ * the cache's order (memory fragmented and the OS refusing more), the slab
+ * is made of the smallest order that holds one object instead, as SLUB
+ * does: a cache's slabs may differ in order (a retune makes them so too),
+ * every page carries its own slab's order, mask and object count. */
 struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen)
 {
 	uint64_t oo = pc_load_relaxed(&s->oo);
 	unsigned order = (unsigned)(oo >> 32), objects = (unsigned)oo;
 	char *mem = pc_alloc_pages_node(order, node);
-	if (!mem)
-		return NULL;
+	if (!mem) {
+		unsigned min = slab_min_order(s);
+		if (min >= order || !(mem = pc_alloc_pages_node(min, node)))
+			return NULL;
+		order = min;
+		objects = (unsigned)((PC_PAGE_SIZE << order) / s->size);
+	}
 	struct pc_page *slab = pc_page_of_owned(mem);
 	/* Every page: what free's fast path reads from an object's own page
 	 * (slab.h, the comment above pc_slab_slot_index), before the head's
