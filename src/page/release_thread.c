@@ -189,8 +189,20 @@ void release_thread_work(void)
 		release_thread_wake();
 }
 
+/* Set by a kick, taken by the thread's next pass: a kick while the thread
+ * is awake but counting idle passes (a huge block freed during the last
+ * passes before it sleeps) starts the count again, so the thread passes
+ * for RELEASE_IDLE_PASSES more (past the delay) before it sleeps, and the
+ * block goes by age instead of waiting for the sleep's backstop (review of
+ * midfaults, S1: huge_idle waited 60 s). The kicker's store and the
+ * thread's exchange of thread_sleeping, each followed by the other's load,
+ * are exchanges (locked, full barriers on x86); the C11 store-load race
+ * left falls to the backstop, as a zone's does (above). */
+static _Atomic bool thread_kicked;
+
 void pc_page_release_thread_kick(void)
 {
+	pc_xchg_acq_rel(&thread_kicked, true);
 	release_thread_work();
 }
 
@@ -210,7 +222,7 @@ static void *release_thread_main(void *arg)
 		uint32_t seen = pc_load_relaxed(&thread_wake);
 		pc_page_release_thread_pass();
 		pc_add_relaxed(&thread_passes, 1);
-		idle = zones_clean() ? idle + 1 : 0;
+		idle = zones_clean() && !pc_xchg_acq_rel(&thread_kicked, false) ? idle + 1 : 0;
 		if (pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_NEVER)
 			break;
 		if (idle < RELEASE_IDLE_PASSES) {
@@ -218,7 +230,7 @@ static void *release_thread_main(void *arg)
 			continue;
 		}
 		pc_xchg_acq_rel(&thread_sleeping, 1); /* then look once more */
-		if (zones_clean())
+		if (zones_clean() && !pc_load_relaxed(&thread_kicked))
 			os_futex_wait_timeout(&thread_wake, seen, RELEASE_SLEEP_NS);
 		pc_store_relaxed(&thread_sleeping, 0);
 		idle = 0;
