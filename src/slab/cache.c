@@ -90,15 +90,6 @@ void slab_cache_foreach_locked(void (*fn)(struct pc_cache *s, void *arg), void *
 unsigned slab_cpu_partial(const struct pc_cache *s) { return pc_load_relaxed(&s->cpu_partial); }
 unsigned slab_min_partial(const struct pc_cache *s) { return pc_load_relaxed(&s->min_partial); }
 
-/* Smallest order whose slab holds n bytes. */
-static unsigned order_for_bytes(size_t n)
-{
-	unsigned order = 0;
-	while ((PC_PAGE_SIZE << order) < n)
-		order++;
-	return order;
-}
-
 static unsigned fls_u(unsigned x) { return x ? pc_log2(x) + 1 : 0; }
 
 static unsigned max_order_tunable(void)
@@ -170,13 +161,13 @@ static unsigned calculate_order(size_t size, size_t min_objects, unsigned *objec
 	unsigned max_order = max_order_tunable();
 	size_t max_objects = (PC_PAGE_SIZE << max_order) / size;
 	min_objects = PC_MAX((size_t)1, PC_MIN(min_objects, max_objects));
-	unsigned min_order = order_for_bytes(min_objects * size);
+	unsigned min_order = pc_slab_order_for_bytes(min_objects * size);
 	unsigned order = max_order + 1;
 
 	for (unsigned fract = 16; fract > 1 && order > max_order; fract /= 2)
 		order = calc_slab_order(size, min_order, max_order, fract);
 	if (order > max_order)
-		order = order_for_bytes(size);
+		order = pc_slab_order_for_bytes(size);
 	size_t n = (PC_PAGE_SIZE << order) / size;
 	*objects = (unsigned)PC_MIN(n, (size_t)0xffffff);
 	return order;

@@ -637,6 +637,17 @@ size_t pc_slab_debug_usable(struct pc_cache *s, void *obj);
  * caches and slub_debug caches, which have no sheaves, keep SLUB's count. */
 unsigned pc_slab_calculate_order(size_t size, unsigned *objects);
 
+/* Smallest order whose slab holds n bytes: calculate_order's floor, and the
+ * order slab_new falls back to for one object when the page allocator
+ * refuses the cache's. */
+static inline unsigned pc_slab_order_for_bytes(size_t n)
+{
+	unsigned order = 0;
+	while ((PC_PAGE_SIZE << order) < n)
+		order++;
+	return order;
+}
+
 /* active_objects counts objects handed out: every slot but the free ones on
  * node partial lists, CPU freelists, CPU slabs and CPU partial slabs, and
  * those held in sheaves (every CPU's in rseq mode, every live thread's in

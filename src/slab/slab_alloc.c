@@ -219,16 +219,6 @@ static bool get_partial(struct pc_cache *s, struct pc_cache_cpu *c, unsigned nod
 	return false;
 }
 
-/* The smallest order that holds one object of s: what slab_new falls back
- * to when the page allocator refuses the cache's order (SLUB's oo_min). */
-static unsigned slab_min_order(const struct pc_cache *s)
-{
-	unsigned order = 0;
-	while ((PC_PAGE_SIZE << order) < s->size)
-		order++;
-	return order;
-}
-
 /* Allocate a slab and write its page descriptors, not its memory: every
  * object fresh ("Fresh objects" above), the freelist empty, inuse 0; frozen
  * (for the caller's CPU) or not. When the page allocator has no block of
@@ -242,7 +232,7 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen)
 	unsigned order = (unsigned)(oo >> 32), objects = (unsigned)oo;
 	char *mem = pc_alloc_pages_node(order, node);
 	if (!mem) {
-		unsigned min = slab_min_order(s);
+		unsigned min = pc_slab_order_for_bytes(s->size); /* SLUB's oo_min */
 		if (min >= order || !(mem = pc_alloc_pages_node(min, node)))
 			return NULL;
 		order = min;
