@@ -32,12 +32,6 @@ static int by_address(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void shrink_one(struct pc_cache *c, void *arg)
-{
-	(void)arg;
-	pc_cache_shrink(c);
-}
-
 TEST(order0_when_fragmented)
 {
 	REQUIRE(pcmalloc_ctl_set("slub.min_objects", 64) == 0);
@@ -113,7 +107,7 @@ TEST(order0_when_fragmented)
 
 	/* Nothing left behind once every cache (the sheaf caches that held this
 	 * cache's sheaves included) gives back its empty slabs. */
-	pc_cache_foreach(shrink_one, NULL);
+	pc_slab_reclaim();
 	pc_page_drain_all();
 	check_coalesced(true);
 }
