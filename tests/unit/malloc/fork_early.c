@@ -113,8 +113,13 @@ __attribute__((constructor(101))) static void fork_early(void)
 	pc_life_register(&test_life);
 	for (uintptr_t i = 0; i < CHURNERS; i++)
 		REQUIRE(pthread_create(&churner[i], NULL, churn, (void *)i) == 0);
+	/* The churners first, then the lock: a churner may stop in a decay
+	 * pass that waits for the held list_lock (slab_mutex held), so
+	 * counting their steps while the lock is held could wait for ever. */
+	while (atomic_load(&churned) < 1000)
+		sched_yield();
 	REQUIRE(pthread_create(&holder, NULL, hold, NULL) == 0);
-	while (!atomic_load(&held) || atomic_load(&churned) < 1000)
+	while (!atomic_load(&held))
 		sched_yield();
 	fflush(NULL);
 	pid_t pid = fork();
