@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 
 /* States of a once: 0 not done, 1 running, 2 done. */
 #define PC_ONCE_RUNNING 1u
@@ -244,6 +245,16 @@ void pc_life_register(const struct pc_life *life)
 	/* Release: the table entries before the count (for life_thread_exit). */
 	pc_store_release(&life_count, n + 1);
 	life_lock_drop();
+}
+
+bool pc_life_is_registered(const char *name)
+{
+	life_lock_take();
+	bool found = false;
+	for (unsigned i = 0; i < pc_load_relaxed(&life_count) && !found; i++)
+		found = strcmp(life_table[i]->name, name) == 0;
+	life_lock_drop();
+	return found;
 }
 
 /* prefork: no init running (see "once and fork"), then outer layers (high

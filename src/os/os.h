@@ -363,6 +363,8 @@ void pc_life_register(const struct pc_life *life);
 bool pc_life_thread_enroll(void);
 /* Whether the fork handlers are registered with pthread_atfork (tests). */
 bool pc_life_fork_handlers_registered(void);
+/* Whether an entry of that name is in the registry (tests). */
+bool pc_life_is_registered(const char *name);
 
 /* ---- helpers shared by the os/ files (usable by any layer) ---------------- */
 /* Read up to cap-1 bytes of a small file (/proc, /sys) into buf and

@@ -274,6 +274,7 @@ static bool slab_init(void)
 	sheaf_init();
 	pc_life_register(&slab_life);
 	pc_life_register(&orphans_life);
+	slab_check_register(); /* debug builds: the fork-child walk */
 	sheaf_decay_init(); /* the page layer's release thread runs the decay */
 	return true;
 }

@@ -263,8 +263,23 @@ static const struct pc_life check_life = {
 	.postfork_child = check_fork_child,
 };
 
-__attribute__((constructor(102))) static void check_register(void)
+static bool check_register_once(void)
 {
 	pc_life_register(&check_life);
+	return true;
+}
+
+/* From slab_init (the first allocation may come before any constructor of
+ * this library, tests/unit/malloc/fork_early.c) and from a constructor
+ * (a program that forks before it allocates); registered once. */
+void slab_check_register(void)
+{
+	static _Atomic uint32_t state;
+	pc_once(&state, check_register_once);
+}
+
+__attribute__((constructor(102))) static void check_register(void)
+{
+	slab_check_register();
 }
 #endif /* PC_DEBUG >= 3 */

@@ -698,13 +698,18 @@ long pc_cache_check(struct pc_cache *s);
  *   pc_cache_check_at  the whole cache (pc_cache_check): at
  *       pc_cache_destroy, when no other thread may use the cache; called
  *       with slab_mutex held (destroy holds it throughout).
+ * slab_check_register registers the fork-child walk with the lifecycle
+ * registry (slab_init calls it, so a first allocation made before this
+ * library's constructors still gets it).
  */
 #if PC_DEBUG >= 3
 void slab_node_check_at_locked(struct pc_cache *s, struct pc_cache_node *n, const char *where);
 void pc_cache_check_at(struct pc_cache *s, const char *where);
+void slab_check_register(void); /* the fork-child walk's registry entry, once */
 #else
 #define slab_node_check_at_locked(s, n, where) ((void)0)
 #define pc_cache_check_at(s, where)            ((void)0)
+#define slab_check_register()                  ((void)0)
 #endif
 
 /* Give back what caches hold (flush sheaves, CPU slabs and partial lists)

@@ -38,7 +38,8 @@ static _Atomic int held, release_lock, stop_churn, churned;
 static pthread_t churner[CHURNERS], holder;
 
 /* Results of the constructor, checked by main(). */
-static bool started_before_us, registered_after_first, made_cache, child_ran;
+static bool started_before_us, registered_after_first, layers_after_first, made_cache,
+	child_ran;
 static int child_status = -1;
 static _Atomic int prefork_runs;
 
@@ -106,6 +107,14 @@ __attribute__((constructor(101))) static void fork_early(void)
 			    pc_life_fork_handlers_registered();
 	void *first = pc_malloc(64); /* the first allocation of the process */
 	registered_after_first = pc_life_fork_handlers_registered();
+	/* Every layer's entry, from its init, not from a constructor that has
+	 * not run yet (the debug builds' witness and fork-child walk too). */
+	layers_after_first = pc_life_is_registered("lock") && pc_life_is_registered("page") &&
+			     pc_life_is_registered("slab");
+#if PC_DEBUG >= 3
+	layers_after_first = layers_after_first && pc_life_is_registered("witness") &&
+			     pc_life_is_registered("check");
+#endif
 	early_cache = pc_cache_create("fork-early", 64, 0, NULL);
 	made_cache = first != NULL && early_cache != NULL;
 	if (!made_cache)
@@ -143,6 +152,7 @@ TEST(fork_from_early_constructor)
 {
 	CHECK(!started_before_us); /* the constructor ran before pcmalloc's */
 	CHECK(registered_after_first);
+	CHECK(layers_after_first);
 	REQUIRE(made_cache);
 	REQUIRE(child_ran);
 	if (WIFSIGNALED(child_status))
