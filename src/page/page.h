@@ -67,9 +67,13 @@
  * for the delay, then goes by age): above
  * max(vm.release_watermark_kb, a quarter of the memory in use (the floor),
  * and, only while the thread does the passes
- * (pc_page_release_thread_active), that recent peak of use less the use
+ * (pc_page_release_thread_active), or, in auto mode without the thread,
+ * for a few delays after the zone's use climbed back by more than the
+ * floor within a delay of its free pool passing the floor (reuse seen:
+ * zone->keep_peak), that recent peak of use less the use
  * now) the oldest blocks go at once. Without the thread an idle program runs
- * no pass, so the peak's part would keep its memory for good.
+ * no pass, so the peak's part would keep its memory until its next call:
+ * only a program seen reusing what it freed gets it then.
  * pc_page_trim releases all.
  * Free runs of the run heap (below) are released by the same passes once
  * they have stayed free for the delay (by age only, run.c).
@@ -405,6 +409,18 @@ struct pc_zone {
 	size_t peak_used[2];
 	uint64_t peak_roll_ns;     /* under lock: when the window rolls next */
 	_Atomic size_t peak_hint;
+	/* Reuse seen without the release thread (auto mode; release.c,
+	 * "Reuse without the thread"). reuse_mark: 0, or the use (pages) past
+	 * which a climb means that memory freed over the floor is needed again:
+	 * the lowest use seen since the free pool went over the floor, plus
+	 * the floor; reuse_mark_ns: when it was set. keep_peak: the bound
+	 * counts the recent peak's part without the thread, until
+	 * keep_peak_until_ns (page clock). All relaxed hints, no lock: a lost
+	 * update costs one round of faults, or the peak's part a pass longer. */
+	_Atomic size_t reuse_mark;
+	_Atomic uint64_t reuse_mark_ns;
+	_Atomic uint64_t keep_peak_until_ns;
+	_Atomic bool keep_peak;
 	_Atomic uint32_t releasing;  /* a release pass runs (release.c) */
 	_Atomic uint32_t growing;    /* threads in alloc_slow: no unmapping (unmap.c) */
 	/* Under lock: work on this zone's memory between two holds of its lock,

@@ -88,6 +88,15 @@ static size_t watermark_pages(void)
 	return (size_t)pc_option(PC_OPT_VM_RELEASE_WATERMARK_KB) * 1024u >> PC_PAGE_SHIFT;
 }
 
+/* The floor of the bound: the watermark, or a quarter of the memory in use
+ * (a big program's free pool in proportion to it). */
+static size_t floor_pages(size_t used_pages)
+{
+	return PC_MAX(watermark_pages(), used_pages / 4);
+}
+
+static bool zone_keeps_peak(const struct pc_zone *z);
+
 /*
  * The bound: dirty pages a zone may keep whatever their age. At least the
  * watermark and a quarter of the memory in use (a big program's free pool in
@@ -108,13 +117,16 @@ static size_t watermark_pages(void)
  * quarter alone, and what exceeds them goes at once. In auto mode that
  * moment (dirty memory over the floor, no thread) is what starts the
  * thread (zone_release_pass tells release_thread.c), so a program that cycles
- * more than the floor faults its excess back in once, not every round.
+ * more than the floor faults its excess back in once, not every round; a
+ * program that gets no thread (one that never had a second thread) gets
+ * the peak's part once it is seen reusing what the floor gave back
+ * (zone_keeps_peak, "Reuse without the thread" below).
  */
 static size_t bound_pages(const struct pc_zone *z, size_t used_pages)
 {
-	size_t floor = PC_MAX(watermark_pages(), used_pages / 4);
-	if (!pc_page_release_thread_active())
-		return floor; /* no thread: nothing would release the peak's part in an idle program */
+	size_t floor = floor_pages(used_pages);
+	if (!zone_keeps_peak(z))
+		return floor; /* nothing would release the peak's part in an idle program */
 	size_t peak = pc_load_relaxed(&((struct pc_zone *)(uintptr_t)z)->peak_hint);
 	return PC_MAX(floor, peak > used_pages ? peak - used_pages : 0);
 }
@@ -161,6 +173,105 @@ void pc_page_release_forget_peak(void)
 		pc_store_relaxed(&z->peak_hint, used);
 		pc_lock_release(&z->lock);
 	}
+}
+
+/* ---- reuse without the thread -------------------------------------------- */
+/*
+ * In auto mode a program that never had a second thread gets no release
+ * thread (release_thread.c says why), so its bound was the floor alone: a
+ * single-threaded program that frees more than the floor and allocates it
+ * again (seed 002's Test A from 8 KiB up: 80-320 MB per round) gave the
+ * excess back at each free and faulted it in again at each round. The
+ * peak's part cannot simply count there: such a program, idle, runs no
+ * pass, and would keep what it freed at its peak until its next call
+ * (bench_idle: 1 GB allocated, freed, then a sleep). So the zone counts it
+ * once the program has shown that it reuses such memory:
+ *
+ *  - a slow path that finds the free pool (buddy lists and free runs) over
+ *    the floor notes the use then plus the floor (reuse_mark; a lower use
+ *    lowers it, so it ends at the lowest use of a round of frees plus the
+ *    floor): a use past it needs more than the floor alone could keep;
+ *  - when the use climbs past the mark within the delay (checked after
+ *    each allocation from the zone and each pcp refill: one relaxed load
+ *    while no mark is set), memory the floor gave back, or would have, was
+ *    needed again: the bound counts the recent peak's part for
+ *    RELEASE_REUSE_DELAYS delays from then (keep_peak), renewed by each
+ *    such climb (every round of a program that cycles).
+ *
+ * So the first round over the floor faults its excess back in once, and
+ * the later ones do not; a program that frees a peak and goes idle without
+ * having cycled gives back what exceeds the floor at once, as before; one
+ * that cycled and then goes idle keeps up to its recent peak until its
+ * next slow path after the delay (a timed pass then releases by age), or
+ * for good if it makes no further call: the price, in programs that have
+ * no thread to do it (docs/pages.md, "2026-11-24 evening, helper
+ * release3"). vm.release_thread=0 keeps the floor alone.
+ */
+#define RELEASE_REUSE_DELAYS 4
+
+/* Whether the bound counts the recent peak's part: while the thread does the
+ * passes, or, in auto mode without it, while reuse was seen lately. */
+static bool zone_keeps_peak(const struct pc_zone *z)
+{
+	if (pc_page_release_thread_active())
+		return true;
+	return pc_load_relaxed(&((struct pc_zone *)(uintptr_t)z)->keep_peak) &&
+	       pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO;
+}
+
+/* Whether reuse is tracked: auto mode, no thread doing the passes. */
+static bool reuse_tracked(void)
+{
+	return pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO &&
+	       !pc_page_release_thread_active();
+}
+
+/* A slow path found resident_free pages free and maybe resident, with `used`
+ * in use: over the floor, note the mark (lowered, or renewed when older
+ * than the delay). Relaxed, no lock: a racing update loses a mark at most. */
+static void reuse_note_low(struct pc_zone *z, size_t used, size_t resident_free, uint64_t now)
+{
+	uint64_t delay = delay_ns();
+	if (delay == 0 || !reuse_tracked())
+		return;
+	size_t floor = floor_pages(used);
+	if (resident_free <= floor)
+		return;
+	size_t mark = used + floor, old = pc_load_relaxed(&z->reuse_mark);
+	if (old != 0 && mark >= old && now - pc_load_relaxed(&z->reuse_mark_ns) < delay)
+		return; /* a lower mark of the last delay stands */
+	pc_store_relaxed(&z->reuse_mark_ns, now);
+	pc_store_relaxed(&z->reuse_mark, mark);
+}
+
+/* A mark is set: if the use climbed past it within the delay, reuse is
+ * seen; the mark goes either way once passed. */
+static PC_NOINLINE void reuse_check_climb(struct pc_zone *z, size_t mark)
+{
+	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	if (used <= mark)
+		return;
+	pc_store_relaxed(&z->reuse_mark, 0);
+	uint64_t now = pc_page_clock_ns(), delay = delay_ns();
+	if (!reuse_tracked() || now - pc_load_relaxed(&z->reuse_mark_ns) >= delay)
+		return; /* no longer tracked, or not within the delay: no reuse seen */
+	pc_store_relaxed(&z->keep_peak_until_ns, now + RELEASE_REUSE_DELAYS * delay);
+	pc_store_relaxed(&z->keep_peak, true);
+}
+
+static inline void zone_check_reuse(struct pc_zone *z)
+{
+	size_t mark = pc_load_relaxed(&z->reuse_mark);
+	if (pc_unlikely(mark != 0))
+		reuse_check_climb(z, mark);
+}
+
+/* At a pass: the peak's part without the thread ends RELEASE_REUSE_DELAYS
+ * delays after the last reuse seen. */
+static void reuse_expire(struct pc_zone *z, uint64_t now)
+{
+	if (pc_load_relaxed(&z->keep_peak) && now >= pc_load_relaxed(&z->keep_peak_until_ns))
+		pc_store_relaxed(&z->keep_peak, false);
 }
 
 /* ---- one release pass --------------------------------------------------- */
@@ -298,16 +409,17 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now, bool timed)
 	pc_lock_acquire(&z->lock);
 	zone_roll_peak_locked(z, now);
 	pc_lock_release(&z->lock);
+	reuse_expire(z, now);
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
-	size_t bound = bound_pages(z, used);
 	/* Over the floor: in auto mode the next poll starts the thread (not
 	 * with no delay: it would keep nothing and wake every 10 ms), and the
 	 * peak's part counts from then on. The free runs count here too: a
 	 * burst of medium blocks leaves its free memory in the run heap, not
 	 * on the buddy lists (docs/pages.md, "The release thread after a
-	 * burst"). */
+	 * burst"). The floor, not the bound: a peak's part kept for reuse
+	 * seen without the thread (above) must not hide the need for one. */
 	size_t resident_free = pc_load_relaxed(&z->dirty_hint) + pc_load_relaxed(&z->run_dirty_hint);
-	if (resident_free > bound && delay != 0)
+	if (resident_free > floor_pages(used) && delay != 0)
 		release_thread_note_over_floor();
 	struct release_goal g = { .due_before = due_before, .bounded = true };
 	size_t released = zone_release_until(z, &g);
@@ -327,6 +439,7 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now, bool timed)
  */
 void zone_release_if_over(struct pc_zone *z)
 {
+	zone_check_reuse(z); /* the use climbs here: reuse seen? */
 	size_t dirty = pc_load_relaxed(&z->dirty_hint);
 	if (pc_likely(dirty == 0))
 		return;
@@ -345,12 +458,15 @@ void zone_release_if_over(struct pc_zone *z)
  */
 void zone_maybe_release(struct pc_zone *z)
 {
+	zone_check_reuse(z); /* after a refill the use climbs: reuse seen? */
 	size_t dirty = pc_load_relaxed(&z->dirty_hint);
-	if (pc_likely(dirty == 0) && pc_likely(pc_load_relaxed(&z->run_dirty_hint) == 0))
+	size_t run_dirty = pc_load_relaxed(&z->run_dirty_hint);
+	if (pc_likely(dirty == 0) && pc_likely(run_dirty == 0))
 		return;
 	release_thread_work(); /* a sleeping release thread has work again */
 	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
 	uint64_t now = pc_page_clock_ns();
+	reuse_note_low(z, used, dirty + run_dirty, now);
 	bool timed = now >= pc_load_relaxed(&z->next_pass_ns);
 	if (!timed && dirty <= bound_pages(z, used))
 		return;
