@@ -407,19 +407,23 @@ struct pc_zone {
 	 * release.c, bound_pages): under lock; peak_hint is the max of
 	 * the two, for lock-free looks. */
 	size_t peak_used[2];
-	uint64_t peak_roll_ns;     /* under lock: when the window rolls next */
+	/* Under lock: when the current window began; it rolls at the first
+	 * pass a delay later, the delay read then (a delay shortened live
+	 * shortens the window already open). */
+	uint64_t peak_window_ns;
 	_Atomic size_t peak_hint;
 	/* Reuse seen without the release thread (auto mode; release.c,
 	 * "Reuse without the thread"). reuse_mark: 0, or the use (pages) past
 	 * which a climb means that memory freed over the floor is needed again:
 	 * the lowest use seen since the free pool went over the floor, plus
 	 * the floor; reuse_mark_ns: when it was set. keep_peak: the bound
-	 * counts the recent peak's part without the thread, until
-	 * keep_peak_until_ns (page clock). All relaxed hints, no lock: a lost
+	 * counts the recent peak's part without the thread, since
+	 * keep_peak_since_ns (page clock: the last reuse seen) for a few
+	 * delays (read at each pass). All relaxed hints, no lock: a lost
 	 * update costs one round of faults, or the peak's part a pass longer. */
 	_Atomic size_t reuse_mark;
 	_Atomic uint64_t reuse_mark_ns;
-	_Atomic uint64_t keep_peak_until_ns;
+	_Atomic uint64_t keep_peak_since_ns;
 	_Atomic bool keep_peak;
 	_Atomic uint32_t releasing;  /* a release pass runs (release.c) */
 	_Atomic uint32_t growing;    /* threads in alloc_slow: no unmapping (unmap.c) */
@@ -604,6 +608,11 @@ bool pc_page_release_thread_wanted(void);
  * memory in a zone wakes it. For tests. */
 bool pc_page_release_thread_sleeping(void);
 uint64_t pc_page_release_thread_passes(void);
+/* How many times the thread has gone to sleep without its periodic
+ * wake-ups (for tests). It does after PC_RELEASE_IDLE_PASSES passes in a row
+ * that found every zone clean and saw no kick (release_thread.c). */
+uint64_t pc_page_release_thread_sleeps(void);
+#define PC_RELEASE_IDLE_PASSES 16
 /* A layer above has cached resident memory that only the thread's pass
  * hooks give back (malloc's huge cache after a free): wake the thread if
  * it sleeps, so that the memory goes within the delay and not at the
@@ -673,6 +682,8 @@ enum pc_page_test_point {
 	PC_PAGE_TEST_REFILL_TAKEN, /* pcp_refill: its batch taken from the zone, no lock held */
 	PC_PAGE_TEST_PREFORK_WAIT, /* pc_page_prefork: every pcp lock held, a batch still in
 				      flight (once per look at it) */
+	PC_PAGE_TEST_THREAD_SLEEP, /* the release thread, its idle passes done, about to
+				      say it sleeps (release_thread.c), no lock held */
 	PC_PAGE_TEST_RELEASE_TAKEN, /* zone_release_until, zone_run_release_due: a batch off
 				       the lists, before its madvise, no lock held */
 	PC_PAGE_TEST_ZONE_LOCKED, /* an allocation from the zone (zone_alloc_req), a pcp

@@ -22,7 +22,7 @@
  * or the delay from 0 live while some of these are past it
  * (zone_release_note_all), with no thread running, the
  * next malloc slow path starts it if the process already has a second
- * thread; it sleeps without periodic wake-ups after RELEASE_IDLE_PASSES
+ * thread; it sleeps without periodic wake-ups after PC_RELEASE_IDLE_PASSES
  * passes that found every zone clean, and leaves only when set to 0; so a
  * program that never holds more than the floor, or has one thread, never
  * gets one).
@@ -75,6 +75,13 @@ uint64_t pc_page_clock_ns(void)
 void pc_page_clock_advance(uint64_t ns)
 {
 	pc_add_relaxed(&clock_offset_ns, ns);
+}
+
+/* Time from `since` to `now`; 0 if since is later (a racing writer took a
+ * later clock reading than this caller's). */
+static uint64_t elapsed_ns(uint64_t now, uint64_t since)
+{
+	return now > since ? now - since : 0;
 }
 
 static uint64_t delay_ns(void)
@@ -149,12 +156,15 @@ static size_t bound_pages(const struct pc_zone *z, size_t used_pages)
  */
 static void zone_roll_peak_locked(struct pc_zone *z, uint64_t now)
 {
-	if (now < z->peak_roll_ns)
+	/* The window's start, and the delay now: a delay shortened live ends
+	 * the window already open by its new length (a window's end computed
+	 * at its start kept the old, longer one: review item G). */
+	if (elapsed_ns(now, z->peak_window_ns) < delay_ns())
 		return;
 	size_t used = zone_used_locked(z);
 	z->peak_used[1] = z->peak_used[0];
 	z->peak_used[0] = used;
-	z->peak_roll_ns = now + delay_ns();
+	z->peak_window_ns = now;
 	pc_store_relaxed(&z->peak_hint, PC_MAX(used, z->peak_used[1]));
 }
 
@@ -238,7 +248,7 @@ static void reuse_note_low(struct pc_zone *z, size_t used, size_t resident_free,
 	if (resident_free <= floor)
 		return;
 	size_t mark = used + floor, old = pc_load_relaxed(&z->reuse_mark);
-	if (old != 0 && mark >= old && now - pc_load_relaxed(&z->reuse_mark_ns) < delay)
+	if (old != 0 && mark >= old && elapsed_ns(now, pc_load_relaxed(&z->reuse_mark_ns)) < delay)
 		return; /* a lower mark of the last delay stands */
 	pc_store_relaxed(&z->reuse_mark_ns, now);
 	pc_store_relaxed(&z->reuse_mark, mark);
@@ -253,9 +263,9 @@ static PC_NOINLINE void reuse_check_climb(struct pc_zone *z, size_t mark)
 		return;
 	pc_store_relaxed(&z->reuse_mark, 0);
 	uint64_t now = pc_page_clock_ns(), delay = delay_ns();
-	if (!reuse_tracked() || now - pc_load_relaxed(&z->reuse_mark_ns) >= delay)
+	if (!reuse_tracked() || elapsed_ns(now, pc_load_relaxed(&z->reuse_mark_ns)) >= delay)
 		return; /* no longer tracked, or not within the delay: no reuse seen */
-	pc_store_relaxed(&z->keep_peak_until_ns, now + RELEASE_REUSE_DELAYS * delay);
+	pc_store_relaxed(&z->keep_peak_since_ns, now);
 	pc_store_relaxed(&z->keep_peak, true);
 }
 
@@ -267,10 +277,11 @@ static inline void zone_check_reuse(struct pc_zone *z)
 }
 
 /* At a pass: the peak's part without the thread ends RELEASE_REUSE_DELAYS
- * delays after the last reuse seen. */
+ * delays (the delay now) after the last reuse seen. */
 static void reuse_expire(struct pc_zone *z, uint64_t now)
 {
-	if (pc_load_relaxed(&z->keep_peak) && now >= pc_load_relaxed(&z->keep_peak_until_ns))
+	if (pc_load_relaxed(&z->keep_peak) &&
+	    elapsed_ns(now, pc_load_relaxed(&z->keep_peak_since_ns)) >= RELEASE_REUSE_DELAYS * delay_ns())
 		pc_store_relaxed(&z->keep_peak, false);
 }
 

@@ -19,7 +19,7 @@
  * single-threaded program may count on staying so) and has no seccomp
  * filter (os_seccomp_filtered). In any
  * mode the thread sleeps without its periodic wake-ups once every zone has
- * stayed clean for RELEASE_IDLE_PASSES passes, until a slow path finds
+ * stayed clean for PC_RELEASE_IDLE_PASSES passes, until a slow path finds
  * dirty memory again (release_thread_work).
  *
  * Started lazily from malloc's allocation slow path
@@ -164,51 +164,112 @@ static bool zones_clean(void)
 }
 
 /*
- * Sleeping: after this many passes in a row that ended with every zone
- * clean (4 s at the default delay; the layers above have had their hooks
- * run as often, so their idle caches came back as pages and went), the
- * thread stops waking every delay/4: it sets thread_sleeping and waits
- * until a slow path finds dirty memory in a zone (release_thread_work,
- * from zone_maybe_release) or an option changes. The waker's check is a
- * relaxed load (no fence on the zones' slow paths), so a free racing with
- * the thread's last look could miss it: the wait has a backstop of
- * RELEASE_SLEEP_NS for that case only. Memory cached above the page layer
- * wakes it only where a layer asks (pc_page_release_thread_kick: malloc's
- * huge cache, which can hold blocks of many MiB resident); the sheaves'
- * and the medium cache's, bounded per CPU, wait for the next slow path's
- * decay, pc_trim or the backstop.
+ * Sleeping: after PC_RELEASE_IDLE_PASSES (page.h) passes in a row that
+ * ended with every zone clean and saw no kick (4 s at the default delay;
+ * the layers above have had their hooks run as often, so their idle
+ * caches came back as pages and went), the thread stops waking every
+ * delay/4: it says it sleeps (IDLE_SLEEPING) and waits until a slow path
+ * finds dirty memory in a zone (release_thread_work, from
+ * zone_maybe_release), a layer kicks it, or an option changes. The zones'
+ * waker looks with a relaxed load (no fence on the zones' slow paths), so
+ * a free racing with the thread's last look at the zones could miss it:
+ * the wait has a backstop of RELEASE_SLEEP_NS for that case only. Memory
+ * cached above the page layer wakes it only where a layer asks
+ * (pc_page_release_thread_kick: malloc's huge cache, which can hold blocks
+ * of many MiB resident); the sheaves' and the medium cache's, bounded per
+ * CPU, wait for the next slow path's decay, pc_trim or the backstop.
+ *
+ * A kick is never missed. A kick while the thread is awake (counting idle
+ * passes, a huge block freed during the last passes before it sleeps)
+ * starts the count again, so the thread passes for PC_RELEASE_IDLE_PASSES
+ * more (past the delay) before it sleeps, and the block goes by age
+ * instead of waiting for the backstop (review of midfaults, S1: huge_idle
+ * waited 60 s); a kick while it sleeps wakes it. The kicker and the
+ * thread about to sleep each write one thing and then read what the other
+ * wrote: with two words (a kicked flag, a sleeping flag) that is the
+ * store-load pattern, where acquire/release orders allow both reads to
+ * miss the other's write (C11 needs seq_cst on all four accesses, or a
+ * seq_cst fence on each side; it worked on x86 only because both writes
+ * were locked exchanges: review item E). So both flags share one word,
+ * thread_idle, changed only by compare-and-swap, each side looking at the
+ * value it replaced: the changes of one word are totally ordered, so
+ * whichever comes second sees the first (the thread sees the kick and
+ * stays awake, or the kicker sees it asleep and wakes it).
  */
-#define RELEASE_IDLE_PASSES 16
 #define RELEASE_SLEEP_NS (60ull * 1000000000u)
-static _Atomic uint32_t thread_sleeping;
+#define IDLE_SLEEPING 1u /* the thread sleeps, or is about to decide to */
+#define IDLE_KICKED 2u   /* a kick the thread has not yet taken */
+static _Atomic uint32_t thread_idle;
+static _Atomic uint64_t thread_sleeps; /* sleeps begun (tests) */
+
+/* Set the bits `set`, clear the bits `clear`; returns the word before.
+ * Acquire/release: the word orders nothing but itself (the futex word
+ * carries the wake-up). */
+static uint32_t idle_change(uint32_t set, uint32_t clear)
+{
+	uint32_t old = pc_load_relaxed(&thread_idle);
+	while (!pc_cas_strong_acq_rel(&thread_idle, &old, (old | set) & ~clear))
+		;
+	return old;
+}
 
 void release_thread_work(void)
 {
-	/* Acquire/release: the exchange only elects one waker. */
-	if (pc_unlikely(pc_load_relaxed(&thread_sleeping) != 0) && pc_xchg_acq_rel(&thread_sleeping, 0))
+	/* The change elects one waker; the relaxed look first keeps the zones'
+	 * slow paths off the word while the thread is awake. */
+	if (pc_unlikely(pc_load_relaxed(&thread_idle) & IDLE_SLEEPING) &&
+	    (idle_change(0, IDLE_SLEEPING) & IDLE_SLEEPING))
 		release_thread_wake();
 }
 
-/* Set by a kick, taken by the thread's next pass: a kick while the thread
- * is awake but counting idle passes (a huge block freed during the last
- * passes before it sleeps) starts the count again, so the thread passes
- * for RELEASE_IDLE_PASSES more (past the delay) before it sleeps, and the
- * block goes by age instead of waiting for the sleep's backstop (review of
- * midfaults, S1: huge_idle waited 60 s). The kicker's store and the
- * thread's exchange of thread_sleeping, each followed by the other's load,
- * are exchanges (locked, full barriers on x86); the C11 store-load race
- * left falls to the backstop, as a zone's does (above). */
-static _Atomic bool thread_kicked;
-
 void pc_page_release_thread_kick(void)
 {
-	pc_xchg_acq_rel(&thread_kicked, true);
-	release_thread_work();
+	if (idle_change(IDLE_KICKED, IDLE_SLEEPING) & IDLE_SLEEPING)
+		release_thread_wake();
 }
 
 bool pc_page_release_thread_sleeping(void)
 {
-	return pc_load_relaxed(&thread_sleeping) != 0;
+	return (pc_load_relaxed(&thread_idle) & IDLE_SLEEPING) != 0;
+}
+
+uint64_t pc_page_release_thread_sleeps(void)
+{
+	return pc_load_relaxed(&thread_sleeps);
+}
+
+/* The thread, its idle passes done: say it sleeps, then look once more
+ * (a kick taken before the change keeps it awake; one after wakes it) and
+ * wait. Called and left with IDLE_SLEEPING clear. */
+static void idle_sleep(uint32_t seen)
+{
+	pc_page_test_point(PC_PAGE_TEST_THREAD_SLEEP);
+	uint32_t before = idle_change(IDLE_SLEEPING, 0);
+	if (!(before & IDLE_KICKED) && zones_clean()) {
+		pc_add_relaxed(&thread_sleeps, 1);
+		os_futex_wait_timeout(&thread_wake, seen, RELEASE_SLEEP_NS);
+	}
+	idle_change(0, IDLE_SLEEPING);
+}
+
+/*
+ * The thread's exit against vm.release_thread set back to auto (the
+ * store-load pattern again, review item E): the thread says it is gone
+ * (thread_state 0) and then reads the option; the setter stores the option
+ * and then (mode_changed) reads thread_state. Without more, both reads may
+ * miss the other's write: the thread leaves seeing 0, the setter sees it
+ * running, and nothing wants a new one. Each side passes here between its
+ * write and its read: an exchange of one word, so the one that passes
+ * second reads the first one's write (release/acquire through the word)
+ * and so sees its earlier store: the thread sees auto and wants itself
+ * again (zone_release_note_all), or the setter sees it gone and wants a
+ * new one. Rare: an exit, or the option set to auto.
+ */
+static _Atomic uint32_t exit_order;
+
+static void exit_order_point(void)
+{
+	pc_xchg_acq_rel(&exit_order, 0);
 }
 
 static void *release_thread_main(void *arg)
@@ -222,26 +283,25 @@ static void *release_thread_main(void *arg)
 		uint32_t seen = pc_load_relaxed(&thread_wake);
 		pc_page_release_thread_pass();
 		pc_add_relaxed(&thread_passes, 1);
-		idle = zones_clean() && !pc_xchg_acq_rel(&thread_kicked, false) ? idle + 1 : 0;
+		bool kicked = idle_change(0, IDLE_KICKED) & IDLE_KICKED; /* taken */
+		idle = zones_clean() && !kicked ? idle + 1 : 0;
 		if (pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_NEVER)
 			break;
-		if (idle < RELEASE_IDLE_PASSES) {
+		if (idle < PC_RELEASE_IDLE_PASSES) {
 			os_futex_wait_timeout(&thread_wake, seen, thread_interval_ns());
 			continue;
 		}
-		pc_xchg_acq_rel(&thread_sleeping, 1); /* then look once more */
-		if (zones_clean() && !pc_load_relaxed(&thread_kicked))
-			os_futex_wait_timeout(&thread_wake, seen, RELEASE_SLEEP_NS);
-		pc_store_relaxed(&thread_sleeping, 0);
+		idle_sleep(seen);
 		idle = 0;
 	}
-	pc_store_relaxed(&thread_sleeping, 0);
 	/* off: a new one when wanted again */
 	pc_store_relaxed(&thread_wanted, false);
 	/* Release: a poll that sees 0 may start a new thread at once. */
 	pc_store_release(&thread_state, 0);
-	/* Set back to auto while this thread was leaving: that set saw it
-	 * running and wanted nothing (review of midfaults, item 1). */
+	/* Set back to auto while this thread was leaving: that set may have
+	 * seen it running and wanted nothing (review of midfaults, item 1);
+	 * the order point makes one of the two see the other (above). */
+	exit_order_point();
 	if (pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO)
 		zone_release_note_all();
 	return NULL;
@@ -262,6 +322,8 @@ static void mode_changed(long value)
 {
 	if (value == PC_RELEASE_THREAD_NEVER) /* off: a later auto starts one only when wanted again */
 		pc_store_relaxed(&thread_wanted, false);
+	if (value == PC_RELEASE_THREAD_AUTO) /* before release.c's hook reads thread_state */
+		exit_order_point();
 	release_thread_wake();
 }
 
@@ -316,7 +378,7 @@ bool pc_page_release_thread_running(void)
 void release_thread_fork_child(void)
 {
 	pc_store_relaxed(&thread_state, 0);
-	pc_store_relaxed(&thread_sleeping, 0);
+	pc_store_relaxed(&thread_idle, 0);
 	pc_store_relaxed(&thread_wanted, false); /* auto: wanted again by zone_release_fork_child if the zones ask */
 	forker_in_child = true; /* this thread: the child's only one */
 	pc_store_relaxed(&child_other_thread, false);

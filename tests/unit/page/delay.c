@@ -25,6 +25,18 @@
  *                       windows last a delay); with the peak forgotten
  *                       (as a delay or two later), the next pass keeps at
  *                       most the bound, and what it released is the oldest.
+ *  shorter_delay_live   (review item G) the delay shortened live, from 4 to
+ *                       1 hour, ends the peak's window already open: an
+ *                       older peak of 192 MiB (a window opened under the
+ *                       4-hour delay just before) is forgotten after two
+ *                       passes 1 hour apart (the zone's peak is then the
+ *                       use), so that 64 MiB of free order-7 pieces, kept
+ *                       while within the peak, go down to the bound at
+ *                       once when 32 MiB of order-PC_MAX_ORDER blocks are
+ *                       taken beside them (the footprint past the new
+ *                       peak). With the window's end fixed when it opened,
+ *                       the old peak stayed for 4 hours and all of it was
+ *                       kept.
  *  trim_at_once         pc_page_trim releases everything, delay or not.
  *  thread_live          vm.release_thread turned on live: the thread starts
  *                       at the next poll, releases what is due once the clock
@@ -154,6 +166,68 @@ TEST(bound_oldest_first)
 	CHECK(pc_page_check());
 }
 
+#define PIECE_ORDER (PC_PCP_MAX_ORDER + 1) /* past the per-CPU lists */
+#define PIECES ((128 * MiB) / (PC_PAGE_SIZE << PIECE_ORDER))
+#define OLD_PEAK_BLOCKS ((192 * MiB) / BLOCK)
+#define BIG_BLOCKS ((32 * MiB) / BLOCK)
+
+/* The largest peak of use of any zone (peak_hint), and the use now. */
+static size_t peak_hint_max(void)
+{
+	size_t peak = 0;
+	for (unsigned i = 0; i < pc_zone_count(); i++)
+		peak = PC_MAX(peak, pc_load_relaxed(&pc_zone_get(i)->peak_hint));
+	return peak;
+}
+
+TEST(shorter_delay_live)
+{
+	static char *pieces[PIECES], *old_peak[OLD_PEAK_BLOCKS], *big[BIG_BLOCKS];
+	reset();
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 1); /* the bound's peak part (no thread starts here) */
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 8192);
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 4 * HOUR_MS);
+	pc_page_clock_advance(4 * DELAY_NS + 1000000);
+	pc_page_release_due(); /* a window opens now, under the 4-hour delay */
+	for (size_t i = 0; i < OLD_PEAK_BLOCKS; i++) /* its peak: 192 MiB, not touched */
+		REQUIRE((old_peak[i] = pc_alloc_pages(PC_MAX_ORDER)) != NULL);
+	for (size_t i = 0; i < OLD_PEAK_BLOCKS; i++)
+		pc_free_pages(old_peak[i], PC_MAX_ORDER);
+	pc_page_trim();
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS); /* shorter, live */
+	for (int pass = 0; pass < 2; pass++) { /* two windows of the new delay */
+		pc_page_clock_advance(DELAY_NS + 1000000);
+		pc_page_release_due();
+	}
+	size_t peak = peak_hint_max();
+	CHECK(peak < (64 * MiB >> PC_PAGE_SHIFT)); /* the old peak is gone */
+	if (peak >= (64 * MiB >> PC_PAGE_SHIFT))
+		fprintf(stderr, "  peak still %zu pages two new delays later\n", peak);
+	for (size_t i = 0; i < PIECES; i++) {
+		REQUIRE((pieces[i] = pc_alloc_pages(PIECE_ORDER)) != NULL);
+		memset(pieces[i], 0x5a, PC_PAGE_SIZE << PIECE_ORDER);
+	}
+	for (size_t i = 0; i < PIECES; i += 2)
+		pc_free_pages(pieces[i], PIECE_ORDER);
+	size_t frag = (PIECES / 2) << PIECE_ORDER; /* 64 MiB of pieces, in pages */
+	CHECK(dirty_pages_total(false) >= frag); /* within the peak (128 MiB): kept */
+	for (size_t i = 0; i < BIG_BLOCKS; i++) { /* none of it can come from the pieces */
+		REQUIRE((big[i] = pc_alloc_pages(PC_MAX_ORDER)) != NULL);
+		memset(big[i], 0x66, BLOCK);
+	}
+	/* Use 96 MiB, peak 128 MiB: the bound is 32 MiB (a block more at most). */
+	size_t dirty = dirty_pages_total(false);
+	CHECK(dirty <= (36 * MiB >> PC_PAGE_SHIFT));
+	if (dirty > (36 * MiB >> PC_PAGE_SHIFT))
+		fprintf(stderr, "  %zu pages dirty past the new peak\n", dirty);
+	for (size_t i = 0; i < BIG_BLOCKS; i++)
+		pc_free_pages(big[i], PC_MAX_ORDER);
+	for (size_t i = 1; i < PIECES; i += 2)
+		pc_free_pages(pieces[i], PIECE_ORDER);
+	CHECK(pc_page_check());
+	pc_page_trim();
+}
+
 TEST(trim_at_once)
 {
 	reset();
@@ -229,6 +303,7 @@ int main(void)
 	RUN(released_after_delay);
 	RUN(delay_zero);
 	RUN(bound_oldest_first);
+	RUN(shorter_delay_live);
 	RUN(trim_at_once);
 	RUN(thread_live);
 	RUN(lazy_advice);

@@ -171,6 +171,7 @@ TEST(never_keeps)
 
 int main(void)
 {
+	pc_page_init();
 	RUN(reuse_kept);
 	RUN(idle_not_kept);
 	RUN(never_keeps);
