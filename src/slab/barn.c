@@ -190,10 +190,15 @@ long barn_max_kb_resolved(void)
 	return pc_page_release_thread_active() ? 4096 : 1024;
 }
 
-static size_t barn_budget(void)
+size_t barn_budget_bytes(void)
 {
 	long kb = pc_option(PC_OPT_SLUB_BARN_MAX_KB);
 	return (size_t)(kb < 0 ? barn_max_kb_resolved() : kb) << 10;
+}
+
+static size_t barn_budget(void)
+{
+	return barn_budget_bytes();
 }
 
 /* Take bytes from the process's budget if it has them. */
@@ -207,20 +212,36 @@ static bool budget_take(size_t bytes)
 	return true;
 }
 
-/* Sheaves b's full list (full) or empty list may hold now: slub.barn_sheaves,
- * and for the full list extra more, unless the charge is above the budget
- * (a budget lowered at run time, or 0: then the base alone, at once). */
-static unsigned barn_bound(struct pc_barn *b, bool full)
+/* The full list's base bound: slub.barn_sheaves, scaled down (rounded up)
+ * for a capacity grown past the default (sheaf.c, "Past the default"), so
+ * that the base full sheaves hold what they hold at the default. */
+static unsigned barn_base_full(struct pc_cache *s, unsigned base)
+{
+	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
+	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
+	if (cap <= max || max == 0)
+		return base;
+	return (unsigned)(((uint64_t)base * max + cap - 1) / cap);
+}
+
+/* Sheaves b's full list (full) or empty list may hold now: slub.barn_sheaves
+ * (the full list's scaled for a grown capacity), and for the full list
+ * extra more, unless the charge is above the budget (a budget lowered at
+ * run time, or 0: then the base alone, at once). */
+static unsigned barn_bound(struct pc_cache *s, struct pc_barn *b, bool full)
 {
 	unsigned base = (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
-	if (!full || pc_load_relaxed(&barns_charged) > barn_budget() || barn_budget() == 0)
+	if (!full)
+		return base;
+	base = barn_base_full(s, base);
+	if (pc_load_relaxed(&barns_charged) > barn_budget() || barn_budget() == 0)
 		return base;
 	return base + pc_load_relaxed(&b->extra);
 }
 
 unsigned barn_limit(struct pc_cache *s, unsigned node)
 {
-	return barn_bound(s->barn[node], true);
+	return barn_bound(s, s->barn[node], true);
 }
 
 /* Lower b's raised part to extra sheaves and give back the budget the rest
@@ -355,7 +376,7 @@ static bool barn_push(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh
 {
 	bool done = false;
 	pc_lock_acquire(&b->lock);
-	unsigned bound = barn_bound(b, full);
+	unsigned bound = barn_bound(s, b, full);
 	_Atomic unsigned *nr = full ? &b->nr_full : &b->nr_empty;
 	unsigned n = pc_load_relaxed(nr);
 	if (n < bound) {
@@ -454,8 +475,8 @@ unsigned barn_decay(struct pc_cache *s, unsigned node)
 		if (pc_load_relaxed(&barns_charged) > barn_budget())
 			extra = 0;
 		barn_lower_locked(b, extra);
-		n += barn_cut_locked(b, &b->full, &b->nr_full, barn_bound(b, true), &full);
-		n += barn_cut_locked(b, &b->empty, &b->nr_empty, barn_bound(b, false), &empty);
+		n += barn_cut_locked(b, &b->full, &b->nr_full, barn_bound(s, b, true), &full);
+		n += barn_cut_locked(b, &b->empty, &b->nr_empty, barn_bound(s, b, false), &empty);
 		pc_store_relaxed(&b->refused, 0);
 		b->low = pc_load_relaxed(&b->nr_full);
 	}

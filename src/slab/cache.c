@@ -203,16 +203,21 @@ static void cache_retune(struct pc_cache *s)
 	/* slub.sheaf_capacity set: that capacity, fixed. By default the
 	 * capacity starts at a small byte budget and grows with demand up to
 	 * the default (sheaf_capacity_grow); a retune keeps what it grew to. */
-	long max = pc_option(PC_OPT_SLUB_SHEAF_CAPACITY), cap = max;
+	long max = pc_option(PC_OPT_SLUB_SHEAF_CAPACITY), cap = max, top = max;
 	if (max < 0) {
 		max = sheaf_default_capacity(s->size);
 		cap = PC_MAX((long)sheaf_start_capacity(s->size, (unsigned)max),
 			     PC_MIN((long)pc_load_relaxed(&s->sheaf_capacity), max));
+		/* past the default with demand: rseq mode only (sheaf.c) */
+		top = sheaf_mode_get() == PC_SHEAF_MODE_RSEQ ?
+			      (long)sheaf_top_capacity(s->size, (unsigned)max) : max;
 	}
 	/* Debug caches have no sheaves: every allocation and free is checked. */
 	if (s->internal || s->debug)
-		max = cap = 0;
+		max = cap = top = 0;
+	sheaf_past_release(s); /* a capacity grown past the default: back to it */
 	pc_store_relaxed(&s->sheaf_capacity_max, (uint32_t)max);
+	pc_store_relaxed(&s->sheaf_capacity_top, (uint32_t)top);
 	pc_store_relaxed(&s->sheaf_capacity, (uint32_t)cap);
 }
 
@@ -601,6 +606,8 @@ size_t pc_cache_destroy(struct pc_cache *s)
 			   "keeping it", s->name, info.active_objects, info.slabs);
 		return (size_t)PC_MAX(info.active_objects, 1L);
 	}
+	sheaf_past_release(s);
+	pc_store_relaxed(&s->sheaf_capacity_top, 0); /* no growth for a dead cache */
 	pc_list_del(&s->link);
 	slab_mutex_unlock();
 	/* The list_locks stay in the lock layer's registry for the life of the

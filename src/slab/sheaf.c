@@ -149,11 +149,139 @@ static void sheaf_demand_add(struct pc_cache *s, uint32_t weight)
 	pc_cas_weak_relaxed(&s->sheaf_capacity, &cap, PC_MIN(cap * 2, max));
 }
 
+/*
+ * Past the default. In rseq mode a default capacity may grow above the
+ * default (s->sheaf_capacity_max) up to s->sheaf_capacity_top
+ * (sheaf_top_capacity: 4x the default, at most 64 KiB of objects and
+ * PC_SHEAF_MAX; top == max where it may not: a set capacity, thread mode,
+ * caches without sheaves), for a cache that keeps trading sheaves with its
+ * slabs: seed 002's Test D at 16 threads refills a sheaf of 256 B objects
+ * from the slabs every 64 allocations, and each such slow path waits for
+ * the program's stores into the objects it handed out before (the slot
+ * lock's locked instruction drains the store buffer) on top of the barn,
+ * c->lock and slab_new; a fixed capacity of 512 took it from 60 to 38
+ * cycles per malloc (docs/sheaves.md, "2026-11-24 evening"). A fixed 32
+ * KiB of objects for every class cost the small program 9% of its peak RSS
+ * (a class with a few dozen live objects held more free ones), which is why
+ * it goes by demand, as tcmalloc resizes the per-CPU caches that miss most:
+ *   - s->sheaf_refills counts the refills from the slabs and the new sheaves
+ *     for a free (sheaf_capacity_grow) made while the capacity is at or
+ *     above the default; PC_SHEAF_PAST_REFILLS of them since the capacity last
+ *     changed or the decay last looked double it (at most to top) if the
+ *     budget has room;
+ *   - the budget is the process's, slub.barn_max_kb (the same KiB as the
+ *     barns' raised bounds, counted apart: sheaves_charged), and a grown
+ *     capacity is charged what every CPU's main and spare could hold above
+ *     the default: 2 * CPUs * (capacity - default) slots and pointers
+ *     (past_bytes). A barn's base bound of full sheaves shrinks by the same
+ *     factor (barn.c, barn_bound), so the barns keep the bytes they kept;
+ *   - each decay pass halves a grown capacity (not below the default) whose
+ *     cache made fewer than PC_SHEAF_PAST_REFILLS refills since the previous
+ *     look, or every one while the charge is above the budget (lowered at
+ *     run time), and gives the difference back; a retune (a tunable change)
+ *     and pc_cache_destroy give a cache's whole charge back.
+ * Every change of a capacity above the default holds slab_mutex (growth
+ * tries it from the slow path, under the slot lock: a try never waits), so
+ * sheaves_charged is always the sum of past_bytes over the caches. Sheaves
+ * of the old capacity serve until a slow path retires them, as after a
+ * growth below the default.
+ */
+#define SHEAF_PAST_BYTES 65536
+#define SHEAF_PAST_FACTOR 4
+
+/* Bytes charged for grown capacities, all caches (written under slab_mutex;
+ * atomic for the unlocked reads of tests and reports). */
+static _Atomic size_t sheaves_charged;
+
+size_t pc_slab_sheaf_charged(void)
+{
+	return pc_load_relaxed(&sheaves_charged);
+}
+
+unsigned sheaf_top_capacity(size_t size, unsigned def)
+{
+	size_t n = PC_MIN((size_t)def * SHEAF_PAST_FACTOR, SHEAF_PAST_BYTES / size);
+	return (unsigned)PC_MIN(PC_MAX(n, (size_t)def), (size_t)PC_SHEAF_MAX);
+}
+
+/* What a capacity of cap costs s above its default (see above). */
+static size_t past_bytes(struct pc_cache *s, uint32_t cap)
+{
+	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
+	return cap > max ? (size_t)2 * os_cpu_count() * (cap - max) * (s->size + sizeof(void *)) : 0;
+}
+
+/* Move s's capacity (above its default) to cap; slab_mutex held. */
+static void past_set_locked(struct pc_cache *s, uint32_t cap)
+{
+	uint32_t old = pc_load_relaxed(&s->sheaf_capacity);
+	pc_sub_relaxed(&sheaves_charged, past_bytes(s, old));
+	pc_add_relaxed(&sheaves_charged, past_bytes(s, cap));
+	pc_store_relaxed(&s->sheaf_capacity, cap);
+	pc_store_relaxed(&s->sheaf_refills, 0);
+}
+
+/* Double s's capacity if it is still due and the budget has room. */
+static void past_grow_locked(struct pc_cache *s)
+{
+	slab_mutex_assert_held();
+	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
+	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
+	uint32_t top = pc_load_relaxed(&s->sheaf_capacity_top);
+	if (cap < max || cap >= top || pc_load_relaxed(&s->sheaf_refills) < PC_SHEAF_PAST_REFILLS)
+		return; /* changed meanwhile */
+	uint32_t next = PC_MIN(cap * 2, top);
+	if (pc_load_relaxed(&sheaves_charged) + past_bytes(s, next) - past_bytes(s, cap) >
+	    barn_budget_bytes()) {
+		pc_store_relaxed(&s->sheaf_refills, 0); /* count again before the next try */
+		return;
+	}
+	past_set_locked(s, next);
+}
+
+/* A refill or new sheaf at or above the default capacity. Racy count: a
+ * lost one moves a doubling by a refill. */
+static void past_demand(struct pc_cache *s)
+{
+	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
+	if (cap < pc_load_relaxed(&s->sheaf_capacity_max) ||
+	    pc_load_relaxed(&s->sheaf_capacity_top) <= pc_load_relaxed(&s->sheaf_capacity_max))
+		return;
+	uint32_t n = pc_add_relaxed(&s->sheaf_refills, 1) + 1;
+	if (n < PC_SHEAF_PAST_REFILLS || cap >= pc_load_relaxed(&s->sheaf_capacity_top))
+		return; /* still counted: the decay keeps a capacity in use */
+	if (!slab_mutex_trylock())
+		return; /* a pass or a creation holds it: the next refill tries */
+	past_grow_locked(s);
+	slab_mutex_unlock();
+}
+
+void sheaf_past_decay(struct pc_cache *s)
+{
+	slab_mutex_assert_held();
+	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
+	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
+	uint32_t n = pc_load_relaxed(&s->sheaf_refills);
+	pc_store_relaxed(&s->sheaf_refills, 0);
+	if (cap <= max ||
+	    (n >= PC_SHEAF_PAST_REFILLS && pc_load_relaxed(&sheaves_charged) <= barn_budget_bytes()))
+		return;
+	past_set_locked(s, PC_MAX(cap / 2, max));
+}
+
+void sheaf_past_release(struct pc_cache *s)
+{
+	pc_sub_relaxed(&sheaves_charged, past_bytes(s, pc_load_relaxed(&s->sheaf_capacity)));
+	pc_store_relaxed(&s->sheaf_refills, 0);
+}
+
 /* A refill or new sheaf: SHEAF_GROW_REFILL, less the 1 that every slow path
- * that ends with an object placed counts (sheaf_alloc_slow, sheaf_free_slow). */
+ * that ends with an object placed counts (sheaf_alloc_slow, sheaf_free_slow);
+ * and past the default, one refill. */
 void sheaf_capacity_grow(struct pc_cache *s)
 {
 	sheaf_demand_add(s, SHEAF_GROW_REFILL - 1);
+	past_demand(s);
 }
 
 /* Under slab_mutex, before s is published. */
@@ -699,6 +827,7 @@ unsigned sheaf_decay_cache(struct pc_cache *s)
 		n += flush_cpus(s, true);
 	for (unsigned i = 0; i < pc_node_count(); i++)
 		n += barn_decay(s, i);
+	sheaf_past_decay(s);
 	sheaf_leave();
 	return n;
 }

@@ -571,6 +571,13 @@ struct pc_cache {
 	 * paths toward the next doubling. */
 	_Atomic uint32_t sheaf_capacity_max;
 	_Atomic uint32_t sheaf_demand;
+	/* Past the default (sheaf.c, "Past the default"): sheaf_capacity may
+	 * grow above sheaf_capacity_max up to sheaf_capacity_top (== max: it
+	 * may not) under slab_mutex, by refills (sheaf_refills, racy, counted
+	 * since the capacity last changed or the decay last looked), within
+	 * the process's budget. */
+	_Atomic uint32_t sheaf_capacity_top;
+	_Atomic uint32_t sheaf_refills;
 	/* [pc_node_count()] each, in the cache's block after the nodes and
 	 * barns ("cache.c"; two arrays of PC_MAX_NODES were 1 KiB of every
 	 * cache): slow paths only. */
@@ -674,6 +681,10 @@ struct pc_cache_info {
 /* Bytes of raised barn bounds charged now, by every cache together (at most
  * slub.barn_max_kb; barn.c, "The bound"): for tests and reports. */
 size_t pc_slab_barn_charged(void);
+/* Bytes charged now for sheaf capacities grown past their default, every
+ * cache together (sheaf.c, "Past the default"; counted apart from the barns'
+ * but against the same slub.barn_max_kb): for tests and reports. */
+size_t pc_slab_sheaf_charged(void);
 /* Fill info for cache s (counts taken under list_lock, like slabinfo). */
 void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info);
 /* Call fn for every cache, under slab_mutex. */
@@ -1289,6 +1300,21 @@ unsigned sheaf_default_capacity(size_t size);
  * slow paths). */
 unsigned sheaf_start_capacity(size_t size, unsigned max);
 void sheaf_capacity_grow(struct pc_cache *s);
+/* The largest capacity a cache of slot size `size` and default capacity
+ * def may grow to past the default ("Past the default" in sheaf.c). */
+unsigned sheaf_top_capacity(size_t size, unsigned def);
+/* Refills at or above the default, since the capacity last changed or the
+ * decay last looked, that double a capacity past the default. */
+#define PC_SHEAF_PAST_REFILLS 32
+/* slab_mutex held: a decay pass's look at s's capacity past the default
+ * (halved toward the default when its refills stopped). */
+void sheaf_past_decay(struct pc_cache *s);
+/* slab_mutex held (or s not yet published): give back what s's capacity
+ * past the default was charged, before a retune or a destroy. */
+void sheaf_past_release(struct pc_cache *s);
+/* The budget of raised barns and grown capacities (slub.barn_max_kb, each
+ * counted apart), in bytes. */
+size_t barn_budget_bytes(void);
 void sheaf_cache_setup(struct pc_cache *s); /* at creation: slots or tindex */
 void sheaf_thread_exit(void);       /* the slab layer's thread_exit handler */
 /* Tests only: called by the sheaf slow paths while they hold their locks

@@ -484,7 +484,10 @@ TEST(slab_holds_a_sheaf)
 		CHECK(info.objects_per_slab >= want);
 		CHECK_EQ(pc_cache_destroy(s), 0);
 	}
-	/* At the default capacity, one new slab per refill from the slabs. */
+	/* At the default capacity, one new slab per refill from the slabs (no
+	 * budget: a capacity grown past the default, sheaf_past.c, takes more
+	 * than one slab per refill). */
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 0);
 	struct pc_cache *s = pc_cache_create("sheaf-slab", 256, 0, NULL);
 	REQUIRE(s);
 	grow_to_default(s);
@@ -506,6 +509,7 @@ TEST(slab_holds_a_sheaf)
 	for (int i = 0; i < 1024; i++)
 		pc_cache_free(s, v[i]);
 	CHECK_EQ(pc_cache_destroy(s), 0);
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, -1);
 	/* A set capacity: a slab holds that many, and SLUB's 4 * (fls(CPUs) + 1)
 	 * at least (on 2 CPUs 12: 32 and 16 objects of 256 B). */
 	unsigned slub = 4;

@@ -1,0 +1,236 @@
+/*
+ * tests/unit/slab/sheaf_past.c - a default sheaf capacity grows past the
+ * default with demand, within the process's budget, and the decay takes
+ * it back (sheaf.c, "Past the default"). Runs with rseq, pinned to CPU 0
+ * (one CPU's sheaves and one barn in play), and on the per-thread fallback
+ * (sheaf_past_norseq), where the capacity never passes the default.
+ * Deterministic: vm.release_delay_ms is an hour (no pass runs by itself),
+ * passes are forced (pc_slab_decay_pass), and a thread that only allocates
+ * refills one sheaf from the slabs every `capacity` allocations.
+ *
+ *  grows_by_refills    a thread that keeps allocating 256-byte objects
+ *                      doubles the capacity past the default after
+ *                      PC_SHEAF_PAST_REFILLS refills at each step, up to the
+ *                      top (4x the default, 64 KiB of objects), where it
+ *                      stays; the charge is exactly 2 * CPUs * (capacity -
+ *                      default) slots and pointers, and the barn's base
+ *                      bound of full sheaves is scaled down by the factor.
+ *  bounded_by_budget   a budget (slub.barn_max_kb) with room for one
+ *                      doubling: the capacity stops there, the charge
+ *                      within the budget; a budget of 0: no growth.
+ *  decay_takes_back    refills between two passes keep the capacity; a
+ *                      pass after none halves it, the next one brings it to
+ *                      the default with no charge left.
+ *  retune_and_destroy  a tunable change (a retune) puts a grown capacity
+ *                      back at the default and gives its charge back; so
+ *                      does pc_cache_destroy.
+ *  Every test ends with no charge left (pc_slab_sheaf_charged() == 0).
+ */
+#define _GNU_SOURCE
+#include "slab/slab.h"
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#define HOUR_MS 3600000L
+#define MAX_HELD 40000
+
+static void *held[MAX_HELD];
+static unsigned nheld;
+
+static bool rseq_mode(void)
+{
+	return pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ;
+}
+
+static unsigned cap_of(struct pc_cache *s)
+{
+	return pc_load_relaxed(&s->sheaf_capacity);
+}
+
+static unsigned def_of(struct pc_cache *s)
+{
+	return sheaf_default_capacity(s->size);
+}
+
+/* What a capacity of cap is charged (sheaf.c, past_bytes). */
+static size_t charge_for(struct pc_cache *s, unsigned cap)
+{
+	unsigned def = def_of(s);
+	return cap > def ? (size_t)2 * os_cpu_count() * (cap - def) * (s->size + sizeof(void *)) : 0;
+}
+
+/* Allocate (and hold) until the capacity differs from what it was, or
+ * `most` objects; returns how many were allocated. */
+static unsigned alloc_until_change(struct pc_cache *s, unsigned most)
+{
+	unsigned cap = cap_of(s), n = 0;
+	while (n < most && cap_of(s) == cap) {
+		REQUIRE(nheld < MAX_HELD);
+		REQUIRE((held[nheld++] = pc_cache_alloc(s)) != NULL);
+		n++;
+	}
+	return n;
+}
+
+static struct pc_cache *make(const char *name)
+{
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
+	struct pc_cache *s = pc_cache_create(name, 256, 0, NULL);
+	REQUIRE(s);
+	return s;
+}
+
+/* Grow s to the default (demand below it: sheaf_demand_add). */
+static void to_default(struct pc_cache *s)
+{
+	while (cap_of(s) < def_of(s))
+		REQUIRE(alloc_until_change(s, 100000) < 100000);
+}
+
+static void finish(struct pc_cache *s)
+{
+	while (nheld)
+		pc_cache_free(s, held[--nheld]);
+	CHECK_EQ(pc_cache_check(s), 0);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+	CHECK_EQ(pc_slab_sheaf_charged(), 0);
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, -1);
+}
+
+TEST(grows_by_refills)
+{
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 1L << 20); /* room for any CPU count */
+	struct pc_cache *s = make("past-grow");
+	unsigned def = def_of(s), top = pc_load_relaxed(&s->sheaf_capacity_top);
+	to_default(s);
+	CHECK_EQ(cap_of(s), def);
+	if (!rseq_mode()) { /* the fallback: no growth past the default */
+		CHECK_EQ(top, def);
+		CHECK_EQ(alloc_until_change(s, 64 * def), 64 * def);
+		CHECK_EQ(cap_of(s), def);
+		finish(s);
+		return;
+	}
+	CHECK_EQ(def, 64u);
+	CHECK_EQ(top, 256u);
+	CHECK_EQ(sheaf_top_capacity(s->size, def), top);
+	for (unsigned cap = def; cap < top; cap *= 2) {
+		/* PC_SHEAF_PAST_REFILLS refills of cap objects, give or take
+		 * the sheaf that was being used when the count started */
+		unsigned n = alloc_until_change(s, 100000);
+		CHECK(n >= (PC_SHEAF_PAST_REFILLS - 1) * cap);
+		CHECK(n <= (PC_SHEAF_PAST_REFILLS + 1) * cap);
+		CHECK_EQ(cap_of(s), 2 * cap);
+		CHECK_EQ(pc_slab_sheaf_charged(), charge_for(s, 2 * cap));
+		struct pc_cache_info info;
+		pc_cache_info(s, &info);
+		unsigned base = (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
+		CHECK_EQ(info.barn_limit, (base * def + 2 * cap - 1) / (2 * cap));
+		CHECK_EQ(info.sheaf_capacity, 2 * cap);
+	}
+	/* at the top: it stays */
+	CHECK_EQ(alloc_until_change(s, 2 * PC_SHEAF_PAST_REFILLS * top), 2 * PC_SHEAF_PAST_REFILLS * top);
+	CHECK_EQ(cap_of(s), top);
+	finish(s);
+}
+
+TEST(bounded_by_budget)
+{
+	if (!rseq_mode())
+		return;
+	struct pc_cache *s = make("past-budget");
+	unsigned def = def_of(s);
+	/* room for one doubling, not for the next */
+	long kb = (long)((charge_for(s, 2 * def) + 1023) / 1024);
+	REQUIRE((size_t)kb * 1024 < charge_for(s, 4 * def));
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, kb);
+	to_default(s);
+	CHECK(alloc_until_change(s, 100000) < 100000);
+	CHECK_EQ(cap_of(s), 2 * def);
+	CHECK_EQ(alloc_until_change(s, 4 * PC_SHEAF_PAST_REFILLS * 2 * def),
+		 4 * PC_SHEAF_PAST_REFILLS * 2 * def);
+	CHECK_EQ(cap_of(s), 2 * def);
+	CHECK_EQ(pc_slab_sheaf_charged(), charge_for(s, 2 * def));
+	CHECK(pc_slab_sheaf_charged() <= (size_t)kb * 1024);
+	finish(s);
+
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 0); /* no budget: no growth */
+	s = make("past-none");
+	to_default(s);
+	CHECK_EQ(alloc_until_change(s, 4 * PC_SHEAF_PAST_REFILLS * def),
+		 4 * PC_SHEAF_PAST_REFILLS * def);
+	CHECK_EQ(cap_of(s), def);
+	finish(s);
+}
+
+TEST(decay_takes_back)
+{
+	if (!rseq_mode())
+		return;
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 1L << 20);
+	struct pc_cache *s = make("past-decay");
+	unsigned def = def_of(s);
+	to_default(s);
+	CHECK(alloc_until_change(s, 100000) < 100000);
+	CHECK(alloc_until_change(s, 100000) < 100000);
+	CHECK_EQ(cap_of(s), 4 * def);
+	pc_slab_decay_pass(); /* refills since the growth: fewer than due */
+	CHECK_EQ(cap_of(s), 2 * def);
+	CHECK_EQ(pc_slab_sheaf_charged(), charge_for(s, 2 * def));
+	/* in use: PC_SHEAF_PAST_REFILLS refills at 2 * def grow it again... */
+	CHECK(alloc_until_change(s, 100000) < 100000);
+	CHECK_EQ(cap_of(s), 4 * def);
+	/* ...and as many at the top keep it there through a pass */
+	CHECK_EQ(alloc_until_change(s, (PC_SHEAF_PAST_REFILLS + 1) * 4 * def),
+		 (PC_SHEAF_PAST_REFILLS + 1) * 4 * def);
+	pc_slab_decay_pass();
+	CHECK_EQ(cap_of(s), 4 * def);
+	pc_slab_decay_pass(); /* none since */
+	CHECK_EQ(cap_of(s), 2 * def);
+	pc_slab_decay_pass();
+	CHECK_EQ(cap_of(s), def);
+	CHECK_EQ(pc_slab_sheaf_charged(), 0);
+	pc_slab_decay_pass(); /* never below the default */
+	CHECK_EQ(cap_of(s), def);
+	finish(s);
+}
+
+TEST(retune_and_destroy)
+{
+	if (!rseq_mode())
+		return;
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 1L << 20);
+	struct pc_cache *s = make("past-retune");
+	unsigned def = def_of(s);
+	to_default(s);
+	CHECK(alloc_until_change(s, 100000) < 100000);
+	CHECK_EQ(cap_of(s), 2 * def);
+	CHECK(pc_slab_sheaf_charged() > 0);
+	long minp = pc_option(PC_OPT_SLUB_MIN_PARTIAL);
+	set_opt(PC_OPT_SLUB_MIN_PARTIAL, minp + 1); /* any retune */
+	set_opt(PC_OPT_SLUB_MIN_PARTIAL, minp);
+	CHECK_EQ(cap_of(s), def);
+	CHECK_EQ(pc_slab_sheaf_charged(), 0);
+	CHECK(alloc_until_change(s, 100000) < 100000);
+	CHECK_EQ(cap_of(s), 2 * def);
+	while (nheld)
+		pc_cache_free(s, held[--nheld]);
+	CHECK_EQ(pc_cache_destroy(s), 0); /* gives its charge back */
+	CHECK_EQ(pc_slab_sheaf_charged(), 0);
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, -1);
+}
+
+int main(void)
+{
+	watchdog_install("sheaf_past: watchdog: the test hangs\n");
+	watchdog_arm(120);
+	pc_page_init();
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS);
+	REQUIRE(pin_cpu(0));
+	pc_slab_decay_pass(); /* the next one is due in an hour: none by itself */
+	RUN(grows_by_refills);
+	RUN(bounded_by_budget);
+	RUN(decay_takes_back);
+	RUN(retune_and_destroy);
+	return test_report();
+}
