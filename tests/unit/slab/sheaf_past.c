@@ -11,8 +11,8 @@
  *  grows_by_refills    a thread that keeps allocating 256-byte objects
  *                      doubles the capacity past the default after
  *                      PC_SHEAF_PAST_REFILLS refills at each step, up to the
- *                      top (4x the default, 64 KiB of objects), where it
- *                      stays; the charge is exactly 2 * CPUs * (capacity -
+ *                      top (4x the default where that is at most 64 KiB of
+ *                      objects; 1 KiB keeps the default), where it stays; the charge is exactly 2 * CPUs * (capacity -
  *                      default) slots and pointers, and the barn's base
  *                      bound of full sheaves is scaled down by the factor.
  *  bounded_by_budget   a budget (slub.barn_max_kb) with room for one
@@ -114,6 +114,10 @@ TEST(grows_by_refills)
 	CHECK_EQ(def, 64u);
 	CHECK_EQ(top, 256u);
 	CHECK_EQ(sheaf_top_capacity(s->size, def), top);
+	/* 4x within 64 KiB of objects: 8 - 512 B; 1 KiB (2x at most) keeps it */
+	CHECK_EQ(sheaf_top_capacity(8, 128), 512u);
+	CHECK_EQ(sheaf_top_capacity(512, 32), 128u);
+	CHECK_EQ(sheaf_top_capacity(1024, sheaf_default_capacity(1024)), sheaf_default_capacity(1024));
 	for (unsigned cap = def; cap < top; cap *= 2) {
 		/* PC_SHEAF_PAST_REFILLS refills of cap objects, give or take
 		 * the sheaf that was being used when the count started */
