@@ -87,7 +87,8 @@
  *   detached sheaf (spare, barn, or being filled) is touched only by the
  *   thread that holds it.
  *   Capacities: a default capacity grows with demand (sheaf.c, "Sheaf
- *   capacity") without a flush, so a main sheaf, a spare, a thread's entry
+ *   capacity"; in rseq mode past the default too, "Past the default",
+ *   and the decay halves it back, under slab_mutex) without a flush, so a main sheaf, a spare, a thread's entry
  *   or a barn list may hold a sheaf of an older capacity; it serves as it
  *   is (each sheaf carries its capacity) until a slow path retires it:
  *   install and empty_sheaf do not keep it as the spare, barn_put and
