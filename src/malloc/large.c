@@ -35,7 +35,7 @@ void *large_alloc(size_t size, size_t align)
 	if (pc_likely(pages >= PC_MEDIUM_MIN_PAGES && pages <= PC_PCP_MAX_RUN && align <= PC_PAGE_SIZE)) {
 		p = medium_cache_pop(pages);
 		if (!p)
-			medium_cache_miss(pages); /* the bound's raise, the decay's tick */
+			p = medium_cache_miss(pages); /* the bound's raise, the decay's tick, a refill */
 	}
 	if (!p)
 		p = pc_alloc_run_aligned(pages, PC_MAX(align, PC_PAGE_SIZE) >> PC_PAGE_SHIFT);

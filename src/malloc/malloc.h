@@ -150,8 +150,10 @@ size_t medium_capacity_bytes(unsigned cpu); /* a CPU's stacks' capacities (its l
 size_t medium_bound_bytes(unsigned cpu);    /* a CPU's bound now: base + raise, <= the ceiling */
 void medium_cache_free_slow(void *p, unsigned pages);
 /* A medium malloc the cache could not serve: the bound's raise (a class
- * refused since its last miss) and the decay's tick (medium.c). */
-void medium_cache_miss(size_t pages);
+ * refused since its last miss), the decay's tick, and a refill of the
+ * stack in one page call, whose first block it returns (NULL: none, take
+ * pc_alloc_run; medium.c). */
+void *medium_cache_miss(size_t pages);
 /* The decay without the release thread: called by a medium malloc the cache
  * could not serve (large.c) and by free's slow paths; every
  * MEDIUM_TICK_EVERY-th call of a thread reads the page clock (medium.c). */

@@ -324,11 +324,57 @@ PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 	pc_free_run(p, pages);
 }
 
+/*
+ * The refill of a miss (rseq mode): the caller's block and up to the room
+ * its stack has left (capacity - count, at most MEDIUM_REFILL_MAX) more,
+ * from the page allocator in one call (pc_alloc_runs: one hold of the
+ * per-CPU list's lock, at most one of the zone lock), the extra ones
+ * pushed onto the stack of the CPU we run on then. Only the room that
+ * frees have made (a stack grows at its frees, within the bound): a class
+ * that frees have not shown to be reused fetches no more than the call,
+ * so a program that only allocates keeps nothing cached. One page call per
+ * miss took the per-CPU list's lock once per medium malloc: with 8 threads
+ * per CPU, a holder preempted in it sent its CPU's other threads to the
+ * zone lock one block each (Test D at 16 threads; docs/pages-medium.md,
+ * "2026-11-24 evening"). NULL: nothing to batch (no room, thread mode, a
+ * re-entered call, the zone empty): the caller takes pc_alloc_run.
+ */
+#define MEDIUM_REFILL_MAX 32
+_Static_assert(MEDIUM_REFILL_MAX < PC_ALLOC_RUNS_MAX, "the caller's block and the batch in one call");
+static void *medium_refill(size_t pages)
+{
+	char *slots = pc_load_relaxed(&pc_medium_slots);
+	int32_t cpu = os_rseq_cpu_id();
+	if (!slots || cpu < 0 || (unsigned)cpu >= medium_ncpus || medium_reentered())
+		return NULL;
+	unsigned k = (unsigned)pages - PC_MEDIUM_MIN_PAGES;
+	struct os_rseq_stack *st = medium_stack_of((unsigned)cpu, k);
+	uint32_t cap = medium_load_relaxed_u32(&st->capacity), count = medium_load_relaxed_u32(&st->count);
+	uint32_t room = cap > count ? PC_MIN(cap - count, MEDIUM_REFILL_MAX) : 0;
+	if (room == 0)
+		return NULL;
+	void *blocks[MEDIUM_REFILL_MAX + 1];
+	unsigned got = pc_alloc_runs(pages, blocks, room + 1);
+	if (got == 0)
+		return NULL;
+	for (unsigned i = 1; i < got; i++) { /* cached: state NONE, aux its pages (the file's header) */
+		struct pc_page *pg = pc_page_of_owned(blocks[i]);
+		pg->aux = (uint32_t)pages;
+		pc_pg_set_state(pg, PC_PG_NONE);
+	}
+	unsigned pushed = got > 1 ? os_rseq_push_many(slots + k * pc_medium_stride, blocks + 1, got - 1) : 0;
+	for (unsigned i = 1 + pushed; i < got; i++) /* the stack filled meanwhile, or we moved */
+		pc_free_run(blocks[i], pages);
+	return blocks[0];
+}
+
 /* A medium malloc the cache could not serve (large.c): raise the bound of
  * this CPU if its class was refused since its last miss; then the decay's
- * tick. Racy refusal counts (a lost one is one quantum less); the raise by
- * compare-and-swap, so that a decay pass's halving is not undone. */
-PC_NOINLINE void medium_cache_miss(size_t pages)
+ * tick; then the refill (medium_refill), whose first block is the caller's
+ * (NULL: the caller takes pc_alloc_run). Racy refusal counts (a lost one is
+ * one quantum less); the raise by compare-and-swap, so that a decay pass's
+ * halving is not undone. */
+PC_NOINLINE void *medium_cache_miss(size_t pages)
 {
 	int32_t cpu = os_rseq_cpu_id();
 	if (pc_load_relaxed(&pc_medium_slots) && cpu >= 0 && (unsigned)cpu < medium_ncpus) {
@@ -344,6 +390,7 @@ PC_NOINLINE void medium_cache_miss(size_t pages)
 		}
 	}
 	medium_decay_tick();
+	return medium_refill(pages);
 }
 
 PC_NOINLINE PC_COLD __attribute__((noreturn)) void medium_cache_twice(void *p)

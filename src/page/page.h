@@ -503,6 +503,12 @@ void pc_free_pages(void *p, unsigned order);
 void *pc_alloc_run(size_t pages);
 void *pc_alloc_run_aligned(size_t pages, size_t align_pages);
 void pc_free_run(void *p, size_t pages);
+/* Up to n (at most PC_ALLOC_RUNS_MAX) runs of `pages` (<= PC_PCP_MAX_RUN)
+ * into out[], with one per-CPU list hold and at most one zone-lock hold
+ * (pcp.c, pcp_take_runs); how many. 0 if the zone has none, or when
+ * re-entered: the caller then takes pc_alloc_run, which grows the zone. */
+#define PC_ALLOC_RUNS_MAX 64
+unsigned pc_alloc_runs(size_t pages, void **out, unsigned n);
 /* Lengthen a run of `pages` to `to` pages in place if the pages after it are
  * a free run of its zone (not on a per-CPU list): false, nothing changed,
  * if not. */
@@ -852,6 +858,8 @@ struct pcp_batch {
 struct pcp_refill {
 	unsigned order, run;
 	int pages, want, got;
+	int mine;             /* the first `mine` entries are the caller's (1; pc_alloc_runs more) */
+	int reserved;         /* pages announced in refill_pages for the list */
 	bool grow;            /* a full batch: alloc_factor rises when it lands */
 	bool landed;          /* pcp_refill: the pcp lock was free to land it (counted) */
 	uint64_t t0;          /* statistics clock at the start */
@@ -877,6 +885,7 @@ bool page_numa_bind(void);
 /* "run.c" */
 void zone_run_init(struct pc_zone *z);
 struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t align_pages);
+unsigned zone_run_alloc_many_locked(struct pc_zone *z, size_t pages, unsigned n, struct pc_list *out);
 void zone_run_free_locked(struct pc_zone *z, struct pc_page *pg, size_t pages);
 void zone_run_free_at_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, uint64_t now);
 void zone_run_free_mem_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, enum pc_mem mem,

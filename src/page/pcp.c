@@ -202,8 +202,10 @@ void pcp_refill_plan(struct pc_pcp *pcp, unsigned order, unsigned run, struct pc
 	r->pages = run ? (int)run : 1 << order;
 	r->want = refill_blocks(pcp, order, r->pages, &r->grow);
 	r->got = 0;
+	r->mine = 1;
+	r->reserved = (r->want - 1) * r->pages;
 	pc_list_init(&r->batch);
-	pc_add_relaxed(&pcp->refill_pages, (r->want - 1) * r->pages); /* relaxed: see refill_blocks */
+	pc_add_relaxed(&pcp->refill_pages, r->reserved); /* relaxed: see refill_blocks */
 	pc_add_relaxed(&pcp->in_flight, 1); /* relaxed: under the lock prefork takes */
 }
 
@@ -231,9 +233,10 @@ static void refill_take(struct pc_zone *z, struct pcp_refill *r)
 {
 	pc_lock_acquire(&z->lock);
 	pc_page_test_point(PC_PAGE_TEST_ZONE_LOCKED);
-	for (; r->got < r->want; r->got++) {
-		struct pc_page *pg = r->run ? zone_run_alloc_locked(z, r->run, 1)
-					    : zone_alloc_block_locked(z, r->order, true);
+	if (r->run)
+		r->got = (int)zone_run_alloc_many_locked(z, r->run, (unsigned)r->want, &r->batch);
+	for (; !r->run && r->got < r->want; r->got++) {
+		struct pc_page *pg = zone_alloc_block_locked(z, r->order, true);
 		if (!pg)
 			break;
 		pc_list_add_tail(&pg->list, &r->batch);
@@ -254,7 +257,7 @@ static void refill_take(struct pc_zone *z, struct pcp_refill *r)
 static void refill_land_locked(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_refill *r)
 {
 	pc_spin_stat_assert_held(&pcp->lock);
-	int keep = r->got - 1;
+	int keep = r->got - PC_MIN(r->got, r->mine);
 	unsigned i = pcp_index_of(r->order, r->run);
 	struct pc_list *l = pcp_list_at(pcp, i);
 	for (int k = 0; k < keep; k++) {
@@ -268,7 +271,7 @@ static void refill_land_locked(struct pc_zone *z, struct pc_pcp *pcp, struct pcp
 	pcp->count += keep * r->pages;
 	if (r->grow && r->got == r->want && pcp->alloc_factor < scale_max())
 		pcp->alloc_factor++;
-	pcp_note_refill(z, pcp, (uint32_t)(keep + 1) * (uint32_t)r->pages, r->t0);
+	pcp_note_refill(z, pcp, (uint32_t)r->got * (uint32_t)r->pages, r->t0);
 }
 
 /* The entries of a refill that did not land (its pcp was busy) go back to
@@ -304,17 +307,20 @@ static void refill_put_back(struct pc_zone *z, struct pcp_refill *r)
  * none (nothing changes on the list: the factor rises only when a batch
  * lands).
  */
-struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_refill *r)
+static unsigned pcp_refill_many(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_refill *r,
+				struct pc_page **mine)
 {
 	r->t0 = pc_stats_clock();
 	refill_take(z, r);
 	pc_page_test_point(PC_PAGE_TEST_REFILL_TAKEN);
-	struct pc_page *mine = NULL;
+	unsigned n = 0;
 	r->landed = false;
-	if (r->got > 0) {
-		mine = pc_list_first(&r->batch, struct pc_page, list);
-		pc_list_del(&mine->list);
-		pc_pg_set_state(mine, PC_PG_ALLOC);
+	for (; n < (unsigned)r->mine && !pc_list_empty(&r->batch); n++) {
+		mine[n] = pc_list_first(&r->batch, struct pc_page, list);
+		pc_list_del(&mine[n]->list);
+		pc_pg_set_state(mine[n], PC_PG_ALLOC);
+	}
+	if (n > 0) {
 		if (pc_spin_stat_trylock(&pcp->lock)) {
 			refill_land_locked(z, pcp, r);
 			pc_spin_stat_unlock(&pcp->lock);
@@ -323,11 +329,96 @@ struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_ref
 		else if (!pc_list_empty(&r->batch))
 			refill_put_back(z, r);
 	}
-	pc_sub_relaxed(&pcp->refill_pages, (r->want - 1) * r->pages);
+	pc_sub_relaxed(&pcp->refill_pages, r->reserved);
 	/* Release, last: a prefork that reads 0 (acquire) sees everything this
 	 * refill did, its zone work and refill_pages included. */
 	pc_sub_release(&pcp->in_flight, 1);
-	return mine;
+	return n;
+}
+
+struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_refill *r)
+{
+	struct pc_page *mine = NULL;
+	return pcp_refill_many(z, pcp, r, &mine) ? mine : NULL;
+}
+
+/*
+ * Runs for malloc's medium cache (pc_alloc_runs): up to n runs of `run`
+ * pages from zone z for the caller, heads PC_PG_ALLOC. What this CPU's list
+ * of that length holds, under one hold of its lock; what it lacks, by one
+ * refill sized for the caller's share and the list's own batch (one
+ * zone-lock hold, the pcp lock dropped meanwhile, as pcp_refill). With the
+ * pcp lock busy, all n from the zone under one hold. One block per call
+ * took the pcp lock once per medium malloc, and with 8 threads per CPU a
+ * holder preempted in it sent the other threads of its CPU to the zone
+ * lock one block each for whole time slices (Test D at 16 KiB: a third of
+ * the page calls; docs/pages-medium.md, "2026-11-24 evening"). Returns how
+ * many (0: the zone had none; the caller's single-run path grows it).
+ */
+static unsigned pcp_take_runs(struct pc_zone *z, unsigned cpu, unsigned run, struct pc_page **out,
+			      unsigned n)
+{
+	struct pc_pcp *pcp = &z->pcp[cpu];
+	unsigned order = pc_log2(run), got = 0;
+	if (pc_likely(pc_spin_stat_trylock(&pcp->lock))) {
+		pc_page_test_point(PC_PAGE_TEST_PCP_LOCKED);
+		struct pc_page *pg;
+		while (got < n && (pg = pcp_take(pcp, order, run)) != NULL)
+			out[got++] = pg;
+		if (got == n) {
+			pc_spin_stat_unlock(&pcp->lock);
+			if (page_stats_on())
+				pc_add_relaxed(&z->stats.pcp_hits, got);
+			return got;
+		}
+		struct pcp_refill r;
+		pcp_refill_plan(pcp, order, run, &r);
+		r.mine = (int)(n - got);   /* the caller's share first, then */
+		r.want += r.mine - 1;      /* the list's batch (reserved) */
+		pc_spin_stat_unlock(&pcp->lock); /* not held while the zone lock is waited for */
+		unsigned more = pcp_refill_many(z, pcp, &r, out + got);
+		if (page_stats_on()) {
+			pc_add_relaxed(&z->stats.pcp_hits, got + (r.landed ? more : 0));
+			pc_add_relaxed(&z->stats.pcp_busy, r.landed ? 0 : more);
+		}
+		zone_maybe_release(z); /* a slow path: time for a release pass? */
+		return got + more;
+	}
+	struct pc_list batch;
+	pc_list_init(&batch);
+	pc_lock_acquire(&z->lock);
+	pc_page_test_point(PC_PAGE_TEST_ZONE_LOCKED);
+	got = zone_run_alloc_many_locked(z, run, n, &batch);
+	zone_publish_hints_locked(z);
+	pc_lock_release(&z->lock);
+	for (unsigned i = 0; i < got; i++) {
+		out[i] = pc_list_first(&batch, struct pc_page, list);
+		pc_list_del(&out[i]->list);
+		pc_pg_set_state(out[i], PC_PG_ALLOC);
+	}
+	if (page_stats_on())
+		pc_add_relaxed(&z->stats.pcp_busy, got);
+	if (got)
+		zone_release_if_over(z); /* the footprint may have passed its peak */
+	return got;
+}
+
+unsigned pc_alloc_runs(size_t pages, void **out, unsigned n)
+{
+	if (pages == 0 || pages > PC_PCP_MAX_RUN || n == 0 || pc_page_reentered() || !pc_page_try_init())
+		return 0;
+	struct pc_page *pgs[PC_ALLOC_RUNS_MAX];
+	n = PC_MIN(n, PC_ALLOC_RUNS_MAX);
+	pc_page_reentry_enter();
+	unsigned cpu = os_cpu_current();
+	struct pc_zone *z = pc_zone_preferred(cpu);
+	unsigned got = pcp_take_runs(z, cpu, (unsigned)pages, pgs, n);
+	if (page_stats_on())
+		pc_add_relaxed(&z->stats.alloc_calls, got);
+	pc_page_reentry_leave();
+	for (unsigned i = 0; i < got; i++)
+		out[i] = pc_page_address(pgs[i]);
+	return got;
 }
 
 void pcp_batch_init(struct pcp_batch *b)

@@ -213,6 +213,53 @@ struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t al
 	return &r->pages[at];
 }
 
+/*
+ * Up to n runs of `pages` pages (page aligned) onto `out` (through their
+ * heads' list), heads PC_PG_NONE keeping the mem and freed time of the free
+ * run they were cut from (as zone_run_alloc_locked's). Each free run taken
+ * (the best fit for all that is left, else for one run) is removed once,
+ * cut into as many runs as it holds from its start, and what is left of it
+ * inserted once: a per-CPU refill of n runs cost n removals and n
+ * insertions of the rest of one free run, all under the zone lock (pcp.c;
+ * docs/pages-medium.md, "2026-11-24 evening"). Returns how many.
+ */
+unsigned zone_run_alloc_many_locked(struct pc_zone *z, size_t pages, unsigned n, struct pc_list *out)
+{
+	pc_lock_assert_held(&z->lock);
+	unsigned got = 0;
+	while (got < n) {
+		size_t len = best_fit(z, PC_MIN((n - got) * pages, PC_RUN_MAX_PAGES));
+		if (!len)
+			len = best_fit(z, pages);
+		if (!len) {
+			if (!run_grow_heap(z))
+				break;
+			len = best_fit(z, pages);
+		}
+		struct pc_run_bin *bin = &z->run_bins[len];
+		struct pc_page *head = pc_list_first(pc_list_empty(&bin->dirty) ? &bin->clean : &bin->dirty,
+						     struct pc_page, list);
+		struct pc_region *r = pc_page_region(head);
+		size_t idx = (size_t)(head - r->pages), k = PC_MIN(len / pages, (size_t)(n - got));
+		enum pc_mem mem = (enum pc_mem)head->mem;
+		uint64_t freed_ns = head->freed_ns;
+		run_remove(z, head);
+		/* The rest first, as zone_run_alloc_locked: no descriptor read
+		 * before it is written. */
+		if (k * pages < len)
+			run_insert(z, r, idx + k * pages, len - k * pages, mem, freed_ns);
+		for (size_t i = 0; i < k; i++) {
+			struct pc_page *pg = &r->pages[idx + i * pages];
+			pg->mem = (uint8_t)mem;
+			pg->freed_ns = freed_ns;
+			pc_pg_set_state(pg, PC_PG_NONE);
+			pc_list_add_tail(&pg->list, out);
+		}
+		got += (unsigned)k;
+	}
+	return got;
+}
+
 /* Free a run of `pages` (head state already PC_PG_NONE) backed by `mem`,
  * freed at page-clock time freed_ns if DIRTY (a batch reads the clock once;
  * a refill's run that goes back unused keeps what it had: pcp.c). */
