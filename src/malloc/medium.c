@@ -307,11 +307,16 @@ static bool medium_grow(unsigned pages)
 	return grown;
 }
 
+/* This thread's run of misses of one class (medium_refill): the class + 1
+ * (0: none) and the blocks its next miss fetches beside the caller's. */
+static __thread unsigned char medium_run_class PC_MEDIUM_TLS, medium_run_ramp PC_MEDIUM_TLS;
+
 PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 {
 	medium_decay_tick();
 	if (medium_grow(pages) && os_rseq_push(medium_slot_of(0, pages - PC_MEDIUM_MIN_PAGES), p) == 1)
 		return;
+	medium_run_class = 0; /* a free the stack could not keep ends a run of misses */
 	/* Refused at the bound (not at the stack's room, not a busy lock). */
 	int32_t cpu = os_rseq_cpu_id();
 	if (cpu >= 0 && (unsigned)cpu < medium_ncpus) {
@@ -332,7 +337,14 @@ PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
  * pushed onto the stack of the CPU we run on then. Only the room that
  * frees have made (a stack grows at its frees, within the bound): a class
  * that frees have not shown to be reused fetches no more than the call,
- * so a program that only allocates keeps nothing cached. One page call per
+ * so a program that only allocates keeps nothing cached. And only as many
+ * as a run of misses asks for: a thread's miss of the class it missed last
+ * fetches twice what that one did (0, 1, 2, 4, ... MEDIUM_REFILL_MAX), a
+ * miss of another class starts again from 0, and so does a free that its
+ * stack cannot keep (full, and not grown). Filling the room at every miss
+ * cost bench_mixed at 2 threads about 2 MB (2.5%) of peak RSS: misses of
+ * many classes each parked cold blocks under the warm ones frees bring
+ * back (docs/pages-medium.md, "2026-11-24 evening"). One page call per
  * miss took the per-CPU list's lock once per medium malloc: with 8 threads
  * per CPU, a holder preempted in it sent its CPU's other threads to the
  * zone lock one block each (Test D at 16 threads; docs/pages-medium.md,
@@ -349,8 +361,11 @@ static void *medium_refill(size_t pages)
 		return NULL;
 	unsigned k = (unsigned)pages - PC_MEDIUM_MIN_PAGES;
 	struct os_rseq_stack *st = medium_stack_of((unsigned)cpu, k);
+	unsigned ramp = medium_run_class == k + 1 ? medium_run_ramp : 0;
+	medium_run_class = (unsigned char)(k + 1);
+	medium_run_ramp = (unsigned char)PC_MIN(ramp ? 2 * ramp : 1, MEDIUM_REFILL_MAX);
 	uint32_t cap = medium_load_relaxed_u32(&st->capacity), count = medium_load_relaxed_u32(&st->count);
-	uint32_t room = cap > count ? PC_MIN(cap - count, MEDIUM_REFILL_MAX) : 0;
+	uint32_t room = cap > count ? PC_MIN(cap - count, ramp) : 0;
 	if (room == 0)
 		return NULL;
 	void *blocks[MEDIUM_REFILL_MAX + 1];

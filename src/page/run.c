@@ -217,10 +217,12 @@ struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t al
  * Up to n runs of `pages` pages (page aligned) onto `out` (through their
  * heads' list), heads PC_PG_NONE keeping the mem and freed time of the free
  * run they were cut from (as zone_run_alloc_locked's). Each free run taken
- * (the best fit for all that is left, else for one run) is removed once,
- * cut into as many runs as it holds from its start, and what is left of it
- * inserted once: a per-CPU refill of n runs cost n removals and n
- * insertions of the rest of one free run, all under the zone lock (pcp.c;
+ * (the best fit for one run, as zone_run_alloc_locked's: the best fit for
+ * all n cut big free runs where small freed ones were reused before, and
+ * bench_mixed's peak RSS grew by a third) is removed once, cut into as
+ * many runs as it holds from its start, and what is left of it inserted
+ * once: a per-CPU refill of n runs cost n removals and n insertions of the
+ * rest of one free run, all under the zone lock (pcp.c;
  * docs/pages-medium.md, "2026-11-24 evening"). Returns how many.
  */
 unsigned zone_run_alloc_many_locked(struct pc_zone *z, size_t pages, unsigned n, struct pc_list *out)
@@ -228,9 +230,7 @@ unsigned zone_run_alloc_many_locked(struct pc_zone *z, size_t pages, unsigned n,
 	pc_lock_assert_held(&z->lock);
 	unsigned got = 0;
 	while (got < n) {
-		size_t len = best_fit(z, PC_MIN((n - got) * pages, PC_RUN_MAX_PAGES));
-		if (!len)
-			len = best_fit(z, pages);
+		size_t len = best_fit(z, pages);
 		if (!len) {
 			if (!run_grow_heap(z))
 				break;

@@ -12,14 +12,18 @@
  *  alloc_only_keeps_none  after pc_trim (capacities 0), 40 mallocs of 16
  *                         KiB cache nothing: a class that frees have not
  *                         grown fetches only the caller's block;
- *  miss_refills_stack     freed, the blocks grow the class's capacity
- *                         (within the bound); once they are all taken
- *                         again, the next miss makes one page call that
- *                         fills the stack to its capacity (cached bytes =
- *                         capacity), with at most one zone-lock hold, and
- *                         the next capacity-many mallocs make no page call.
- * Before medium_refill each miss made one page call of one block:
- * miss_refills_stack's cached bytes stayed 0.
+ *  misses_batch           freed, the blocks grow the class's capacity C
+ *                         (within the bound) and refuse the rest (the
+ *                         batch count back to 0); once the C cached blocks
+ *                         are taken again, a run of 64 more mallocs misses
+ *                         with batches of 0, 1, 2, 4, ... blocks up to C:
+ *                         at most 12 of the 64 make a page call (64
+ *                         before), each with at most one zone-lock hold;
+ *                         the cache never holds more than C;
+ *  refusal_resets         after a free the stack could not keep, the next
+ *                         miss fetches the caller's block alone.
+ * Each fails with medium_refill returning NULL (misses_batch: 64 page
+ * calls) or fetching the whole room at every miss (refusal_resets).
  */
 #define _GNU_SOURCE
 #include "test.h"
@@ -32,7 +36,7 @@
 #define KiB ((size_t)1024)
 #define N 40
 
-static char *blocks[N + 64];
+static char *blocks[N + 64 + PC_MEDIUM_STACK_MAX];
 static struct pc_zone *zone;
 
 static uint64_t page_calls(void)
@@ -51,31 +55,53 @@ TEST(alloc_only_keeps_none)
 	CHECK_EQ(medium_cached_bytes(), 0);
 }
 
-TEST(miss_refills_stack)
+#define RUN_LEN 64
+
+/* Take the cached blocks of the class (hits) into blocks[from..]; how many. */
+static size_t take_cached(size_t from)
+{
+	size_t n = 0;
+	while (medium_cached_bytes() != 0)
+		REQUIRE((blocks[from + n++] = pc_malloc(16 * KiB)) != NULL);
+	return n;
+}
+
+static size_t cap_blocks;
+
+TEST(misses_batch)
 {
 	for (int i = 0; i < N; i++)
 		pc_free(blocks[i]);
-	size_t cap = medium_capacity_bytes(0);
-	CHECK(cap >= 2 * 16 * KiB);
-	CHECK_EQ(medium_cached_bytes(), cap);
-	size_t nblocks = cap / (16 * KiB);
-	REQUIRE(nblocks < N);
-	for (size_t i = 0; i < nblocks; i++) /* hits: the stack emptied */
-		REQUIRE((blocks[i] = pc_malloc(16 * KiB)) != NULL);
-	CHECK_EQ(medium_cached_bytes(), 0);
-	uint64_t calls = page_calls(), locks = pc_load_relaxed(&zone->lock_stats.acquisitions);
-	REQUIRE((blocks[nblocks] = pc_malloc(16 * KiB)) != NULL); /* the miss */
-	CHECK_EQ(page_calls() - calls, nblocks + 1); /* one call, counted per run */
-	CHECK(pc_load_relaxed(&zone->lock_stats.acquisitions) - locks <= 1);
-	CHECK_EQ(medium_cached_bytes(), cap);
-	calls = page_calls();
-	for (size_t i = nblocks + 1; i <= 2 * nblocks; i++) {
+	cap_blocks = medium_capacity_bytes(0) / (16 * KiB);
+	CHECK(cap_blocks >= 4 && cap_blocks < N); /* the bound: 256 KiB at first */
+	CHECK_EQ(medium_cached_bytes(), cap_blocks * 16 * KiB);
+	size_t hits = take_cached(0);
+	CHECK_EQ(hits, cap_blocks);
+	size_t calls_made = 0, over = 0, locks_over = 0;
+	for (size_t i = hits; i < hits + RUN_LEN; i++) {
+		uint64_t calls = page_calls(), locks = pc_load_relaxed(&zone->lock_stats.acquisitions);
 		REQUIRE((blocks[i] = pc_malloc(16 * KiB)) != NULL);
 		memset(blocks[i], (int)i, 16 * KiB);
+		calls_made += page_calls() != calls;
+		locks_over += pc_load_relaxed(&zone->lock_stats.acquisitions) - locks > 1;
+		over += medium_cached_bytes() > cap_blocks * 16 * KiB;
 	}
-	CHECK_EQ(page_calls() - calls, 0);
+	CHECK(calls_made <= 12);
+	CHECK_EQ(locks_over, 0);
+	CHECK_EQ(over, 0);
+	for (size_t i = 0; i < hits + RUN_LEN; i++)
+		pc_free(blocks[i]); /* the last ones refused: the batch back to 0 */
+	CHECK(pc_page_check());
+}
+
+TEST(refusal_resets)
+{
+	size_t cap = medium_capacity_bytes(0), hits = take_cached(0);
+	CHECK(hits >= cap_blocks); /* misses raised the bound since */
+	CHECK_EQ(hits * 16 * KiB, cap);
+	REQUIRE((blocks[hits] = pc_malloc(16 * KiB)) != NULL); /* a miss: the caller's block alone */
 	CHECK_EQ(medium_cached_bytes(), 0);
-	for (size_t i = 0; i <= 2 * nblocks; i++)
+	for (size_t i = 0; i <= hits; i++)
 		pc_free(blocks[i]);
 	pc_trim();
 	CHECK(pc_page_check());
@@ -96,6 +122,7 @@ int main(void)
 	set_opt(PC_OPT_STATS_ENABLE, 1);
 	zone = pc_zone_preferred(0);
 	RUN(alloc_only_keeps_none);
-	RUN(miss_refills_stack);
+	RUN(misses_batch);
+	RUN(refusal_resets);
 	return test_report();
 }
