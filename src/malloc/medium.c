@@ -372,14 +372,20 @@ static void *medium_refill(size_t pages)
 	unsigned got = pc_alloc_runs(pages, blocks, room + 1);
 	if (got == 0)
 		return NULL;
+	/* Pushed last first, so that the pops hand them out in the order the
+	 * page allocator gave them (a batch is cut upwards from one free run:
+	 * the blocks of a run of mallocs then follow each other in memory, as
+	 * one at a time from the per-CPU list did). */
+	void *rev[MEDIUM_REFILL_MAX];
 	for (unsigned i = 1; i < got; i++) { /* cached: state NONE, aux its pages (the file's header) */
 		struct pc_page *pg = pc_page_of_owned(blocks[i]);
 		pg->aux = (uint32_t)pages;
 		pc_pg_set_state(pg, PC_PG_NONE);
+		rev[got - 1 - i] = blocks[i];
 	}
-	unsigned pushed = got > 1 ? os_rseq_push_many(slots + k * pc_medium_stride, blocks + 1, got - 1) : 0;
-	for (unsigned i = 1 + pushed; i < got; i++) /* the stack filled meanwhile, or we moved */
-		pc_free_run(blocks[i], pages);
+	unsigned pushed = got > 1 ? os_rseq_push_many(slots + k * pc_medium_stride, rev, got - 1) : 0;
+	for (unsigned i = pushed; i + 1 < got; i++) /* the stack filled meanwhile, or we moved */
+		pc_free_run(rev[i], pages);
 	return blocks[0];
 }
 

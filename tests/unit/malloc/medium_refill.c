@@ -19,7 +19,9 @@
  *                         with batches of 0, 1, 2, 4, ... blocks up to C:
  *                         at most 12 of the 64 make a page call (64
  *                         before), each with at most one zone-lock hold;
- *                         the cache never holds more than C;
+ *                         the cache never holds more than C; the blocks
+ *                         come in address order (a batch is one free run
+ *                         cut upwards: most neighbours follow each other);
  *  refusal_resets         after a free the stack could not keep, the next
  *                         miss fetches the caller's block alone.
  * Each fails with medium_refill returning NULL (misses_batch: 64 page
@@ -89,6 +91,13 @@ TEST(misses_batch)
 	CHECK(calls_made <= 12);
 	CHECK_EQ(locks_over, 0);
 	CHECK_EQ(over, 0);
+	/* A batch is cut upwards from one free run and handed out in that
+	 * order: most neighbours in the run of mallocs follow each other in
+	 * memory (pushed first-first, the pops went downwards: 0 of them). */
+	size_t upwards = 0;
+	for (size_t i = hits; i + 1 < hits + RUN_LEN; i++)
+		upwards += blocks[i + 1] == blocks[i] + 16 * KiB;
+	CHECK(upwards >= RUN_LEN / 2);
 	for (size_t i = 0; i < hits + RUN_LEN; i++)
 		pc_free(blocks[i]); /* the last ones refused: the batch back to 0 */
 	CHECK(pc_page_check());
