@@ -65,6 +65,10 @@
  * pc_medium_slots stays NULL and medium_thread.c keeps per-thread arrays
  * instead (medium_flush, medium_decay and medium_cached_bytes cover both).
  *
+ * Blocks enter the cache by frees (a push) and by the refill of a miss
+ * (medium_refill: the caller's block and a batch in one page call, pushed
+ * onto the stack within the room frees made).
+ *
  * A block in the cache has state PC_PG_NONE (free() of it is an invalid
  * pointer, as after pc_free_run) and keeps aux = its page count; it is
  * still in use in the page allocator's view (counted by
@@ -116,6 +120,9 @@ static _Atomic uint32_t medium_budget; /* malloc.medium_cache_kb in pages */
 static struct os_rseq_stack medium_empty __attribute__((aligned(64)));
 /* Serialises decay passes (sig, stale, action): the release thread's and tests'. */
 static struct pc_spin medium_decay_lock;
+/* This thread's run of misses of one class (medium_refill): the class + 1
+ * (0: none) and the blocks its next miss fetches beside the caller's. */
+static __thread unsigned char medium_run_class PC_MEDIUM_TLS, medium_run_ramp PC_MEDIUM_TLS;
 
 /* ---- the bound's demand ---------------------------------------------------------- */
 /*
@@ -307,9 +314,6 @@ static bool medium_grow(unsigned pages)
 	return grown;
 }
 
-/* This thread's run of misses of one class (medium_refill): the class + 1
- * (0: none) and the blocks its next miss fetches beside the caller's. */
-static __thread unsigned char medium_run_class PC_MEDIUM_TLS, medium_run_ramp PC_MEDIUM_TLS;
 
 PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 {
@@ -344,12 +348,12 @@ PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
  * stack cannot keep (full, and not grown). Filling the room at every miss
  * cost bench_mixed at 2 threads about 2 MB (2.5%) of peak RSS: misses of
  * many classes each parked cold blocks under the warm ones frees bring
- * back (docs/pages-medium.md, "2026-11-24 evening"). One page call per
- * miss took the per-CPU list's lock once per medium malloc: with 8 threads
- * per CPU, a holder preempted in it sent its CPU's other threads to the
- * zone lock one block each (Test D at 16 threads; docs/pages-medium.md,
- * "2026-11-24 evening"). NULL: nothing to batch (no room, thread mode, a
- * re-entered call, the zone empty): the caller takes pc_alloc_run.
+ * back. One page call per miss took the per-CPU list's lock once per
+ * medium malloc: with 8 threads per CPU, a holder preempted in it sent its
+ * CPU's other threads to the zone lock one block each (Test D at 16
+ * threads; docs/pages-medium.md, "2026-11-24 evening, helper medium3").
+ * NULL: nothing to batch (no room, thread mode, a re-entered call, the
+ * zone empty): the caller takes pc_alloc_run.
  */
 #define MEDIUM_REFILL_MAX 32
 _Static_assert(MEDIUM_REFILL_MAX < PC_ALLOC_RUNS_MAX, "the caller's block and the batch in one call");
@@ -383,8 +387,11 @@ static void *medium_refill(size_t pages)
 		pc_pg_set_state(pg, PC_PG_NONE);
 		rev[got - 1 - i] = blocks[i];
 	}
+	/* When only part fits (a push on this CPU since the room was read, or
+	 * we moved to a fuller stack: rare), the farthest are kept and the
+	 * nearest go back: the order is a matter of speed, not of correctness. */
 	unsigned pushed = got > 1 ? os_rseq_push_many(slots + k * pc_medium_stride, rev, got - 1) : 0;
-	for (unsigned i = pushed; i + 1 < got; i++) /* the stack filled meanwhile, or we moved */
+	for (unsigned i = pushed; i + 1 < got; i++)
 		pc_free_run(rev[i], pages);
 	return blocks[0];
 }

@@ -779,6 +779,7 @@ PC_INLINE void *pc_page_address(const struct pc_page *pg)
 void *page_alloc_pages(unsigned order);
 void *page_alloc_pages_node(unsigned order, unsigned node);
 void *page_alloc_run_aligned(size_t pages, size_t align_pages);
+unsigned page_alloc_runs(size_t pages, void **out, unsigned n); /* pcp.c */
 void page_free_pages(void *p, unsigned order);
 void page_free_run(void *p, size_t pages);
 bool page_run_grow(void *p, size_t pages, size_t to);

@@ -59,11 +59,19 @@
  * freed_ns until it is handed out, so a drain gives a clean entry back
  * clean and a dirty one with its age.
  *
+ * Runs for malloc's medium cache (page_alloc_runs, pcp_take_runs): up to n
+ * runs of one length for the caller, what the list holds under one hold of
+ * its lock and the rest by one refill (pcp_refill_many: the caller's share,
+ * then the list's batch), or with the pcp lock busy all of them from the
+ * zone under one zone-lock hold, bypassing the list.
+ *
  * The drains of pc_page_drain_all and trim take the pcp lock outright and
  * keep it (pcp_drain_locked). Every other function here runs with
- * pcp->lock held, but pcp_init, pcp_batch_init, pcp_decay, pcp_refill and
- * pcp_batch_free (and their helpers: refill_take and refill_put_back take
- * the zone lock, refill_land_locked the pcp lock).
+ * pcp->lock held, but pcp_init, pcp_batch_init, pcp_decay, pcp_refill,
+ * pcp_refill_many, pcp_take_runs, page_alloc_runs and pcp_batch_free (and
+ * their helpers: refill_take and refill_put_back take the zone lock,
+ * refill_land_locked the pcp lock; pcp_take_runs the pcp lock, or the zone
+ * lock when the pcp lock is busy).
  */
 #include "page.h"
 
@@ -351,8 +359,9 @@ struct pc_page *pcp_refill(struct pc_zone *z, struct pc_pcp *pcp, struct pcp_ref
  * pcp lock busy, all n from the zone under one hold. One block per call
  * took the pcp lock once per medium malloc, and with 8 threads per CPU a
  * holder preempted in it sent the other threads of its CPU to the zone
- * lock one block each for whole time slices (Test D at 16 KiB: a third of
- * the page calls; docs/pages-medium.md, "2026-11-24 evening"). Returns how
+ * lock one block each for whole time slices (Test D at 16 threads, 16 KiB,
+ * 10 rounds: pcp_busy 514k-675k of the 3.2M page allocations and frees;
+ * docs/pages-medium.md, "2026-11-24 evening, helper medium3"). Returns how
  * many (0: the zone had none; the caller's single-run path grows it).
  */
 static unsigned pcp_take_runs(struct pc_zone *z, unsigned cpu, unsigned run, struct pc_page **out,
@@ -377,10 +386,10 @@ static unsigned pcp_take_runs(struct pc_zone *z, unsigned cpu, unsigned run, str
 		r.want += r.mine - 1;      /* the list's batch (reserved) */
 		pc_spin_stat_unlock(&pcp->lock); /* not held while the zone lock is waited for */
 		unsigned more = pcp_refill_many(z, pcp, &r, out + got);
-		if (page_stats_on()) {
-			pc_add_relaxed(&z->stats.pcp_hits, got + (r.landed ? more : 0));
-			pc_add_relaxed(&z->stats.pcp_busy, r.landed ? 0 : more);
-		}
+		if (page_stats_on()) /* as zone_take counts a refill's block */
+			pc_add_relaxed(r.landed ? &z->stats.pcp_hits : &z->stats.pcp_busy, more);
+		if (page_stats_on() && got)
+			pc_add_relaxed(&z->stats.pcp_hits, got);
 		zone_maybe_release(z); /* a slow path: time for a release pass? */
 		return got + more;
 	}
@@ -403,19 +412,19 @@ static unsigned pcp_take_runs(struct pc_zone *z, unsigned cpu, unsigned run, str
 	return got;
 }
 
-unsigned pc_alloc_runs(size_t pages, void **out, unsigned n)
+/* pc_alloc_runs' work (reentry.c wraps it): the preferred zone of this
+ * CPU only; one call counts once in alloc_calls. */
+unsigned page_alloc_runs(size_t pages, void **out, unsigned n)
 {
-	if (pages == 0 || pages > PC_PCP_MAX_RUN || n == 0 || pc_page_reentered() || !pc_page_try_init())
+	if (pages == 0 || pages > PC_PCP_MAX_RUN || n == 0 || !pc_page_try_init())
 		return 0;
 	struct pc_page *pgs[PC_ALLOC_RUNS_MAX];
 	n = PC_MIN(n, PC_ALLOC_RUNS_MAX);
-	pc_page_reentry_enter();
 	unsigned cpu = os_cpu_current();
 	struct pc_zone *z = pc_zone_preferred(cpu);
-	unsigned got = pcp_take_runs(z, cpu, (unsigned)pages, pgs, n);
 	if (page_stats_on())
-		pc_add_relaxed(&z->stats.alloc_calls, got);
-	pc_page_reentry_leave();
+		pc_add_relaxed(&z->stats.alloc_calls, 1);
+	unsigned got = pcp_take_runs(z, cpu, (unsigned)pages, pgs, n);
 	for (unsigned i = 0; i < got; i++)
 		out[i] = pc_page_address(pgs[i]);
 	return got;

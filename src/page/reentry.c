@@ -173,6 +173,18 @@ void *pc_alloc_run(size_t pages)
 	return pc_alloc_run_aligned(pages, 1);
 }
 
+unsigned pc_alloc_runs(size_t pages, void **out, unsigned n)
+{
+	if (pc_unlikely(pc_page_reentered())) {
+		page_refuse();
+		return 0;
+	}
+	page_enter();
+	unsigned got = page_alloc_runs(pages, out, n);
+	page_leave();
+	return got;
+}
+
 bool pc_run_grow(void *p, size_t pages, size_t to)
 {
 	if (pc_unlikely(pc_page_reentered())) {

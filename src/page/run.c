@@ -223,7 +223,7 @@ struct pc_page *zone_run_alloc_locked(struct pc_zone *z, size_t pages, size_t al
  * many runs as it holds from its start, and what is left of it inserted
  * once: a per-CPU refill of n runs cost n removals and n insertions of the
  * rest of one free run, all under the zone lock (pcp.c;
- * docs/pages-medium.md, "2026-11-24 evening"). Returns how many.
+ * docs/pages-medium.md, "2026-11-24 evening, helper medium3"). Returns how many.
  */
 unsigned zone_run_alloc_many_locked(struct pc_zone *z, size_t pages, unsigned n, struct pc_list *out)
 {
