@@ -10,8 +10,9 @@
  * its lock's acquisitions are counted). Nothing is timed.
  *
  *  alloc_only_keeps_none  after pc_trim (capacities 0), 40 mallocs of 16
- *                         KiB cache nothing: a class that frees have not
- *                         grown fetches only the caller's block;
+ *                         KiB make 40 page calls and no page free, and
+ *                         cache nothing: a class that frees have not grown
+ *                         fetches only the caller's block;
  *  misses_batch           freed, the blocks grow the class's capacity C
  *                         (within the bound) and refuse the rest (the
  *                         batch count back to 0); once the C cached blocks
@@ -23,7 +24,10 @@
  *                         come in address order (a batch is one free run
  *                         cut upwards: most neighbours follow each other);
  *  refusal_resets         after a free the stack could not keep, the next
- *                         miss fetches the caller's block alone.
+ *                         miss fetches the caller's block alone;
+ *  other_class_resets     so does the next miss after a miss of another
+ *                         class (3 misses of 16 KiB, one of 20 KiB, then
+ *                         16 KiB: one block, nothing cached).
  * Each fails with medium_refill returning NULL (misses_batch: 64 page
  * calls) or fetching the whole room at every miss (refusal_resets).
  */
@@ -46,15 +50,25 @@ static uint64_t page_calls(void)
 	return pc_load_relaxed(&zone->stats.alloc_calls);
 }
 
+/* Runs given back to the page allocator: a refill that fetched more than
+ * its stack could take gives the rest back (pc_free_run). */
+static uint64_t page_frees(void)
+{
+	return pc_load_relaxed(&zone->stats.free_calls);
+}
+
 TEST(alloc_only_keeps_none)
 {
 	pc_trim();
 	CHECK_EQ(medium_capacity_bytes(0), 0);
+	uint64_t calls = page_calls(), frees = page_frees();
 	for (int i = 0; i < N; i++) {
 		REQUIRE((blocks[i] = pc_malloc(16 * KiB)) != NULL);
 		memset(blocks[i], i, 16 * KiB);
 	}
 	CHECK_EQ(medium_cached_bytes(), 0);
+	CHECK_EQ(page_calls() - calls, N); /* one call a malloc, nothing fetched ahead */
+	CHECK_EQ(page_frees() - frees, 0); /* and nothing fetched and given back */
 }
 
 #define RUN_LEN 64
@@ -80,6 +94,7 @@ TEST(misses_batch)
 	size_t hits = take_cached(0);
 	CHECK_EQ(hits, cap_blocks);
 	size_t calls_made = 0, over = 0, locks_over = 0;
+	uint64_t frees = page_frees();
 	for (size_t i = hits; i < hits + RUN_LEN; i++) {
 		uint64_t calls = page_calls(), locks = pc_load_relaxed(&zone->lock_stats.acquisitions);
 		REQUIRE((blocks[i] = pc_malloc(16 * KiB)) != NULL);
@@ -90,7 +105,8 @@ TEST(misses_batch)
 	}
 	CHECK(calls_made <= 12);
 	CHECK_EQ(locks_over, 0);
-	CHECK_EQ(over, 0);
+	CHECK_EQ(page_frees() - frees, 0); /* each batch within the stack's room */
+	CHECK_EQ(over, 0);                 /* (a sanity check: pushes stop at the capacity) */
 	/* A batch is cut upwards from one free run and handed out in that
 	 * order: most neighbours in the run of mallocs follow each other in
 	 * memory (pushed first-first, the pops went downwards: 0 of them). */
@@ -116,6 +132,37 @@ TEST(refusal_resets)
 	CHECK(pc_page_check());
 }
 
+/* A miss of another class ends a thread's run of misses: the next miss of
+ * the first class fetches the caller's block alone. */
+TEST(other_class_resets)
+{
+	static char *v[PC_MEDIUM_STACK_MAX + 8];
+	size_t n = 0;
+	for (; n < 8; n++) /* room in the 16 KiB stack, as after frees */
+		REQUIRE((v[n] = pc_malloc(16 * KiB)) != NULL);
+	for (size_t i = 0; i < n; i++)
+		pc_free(v[i]);
+	n = take_cached(0);
+	REQUIRE(n >= 4 && medium_cached_bytes() == 0);
+	for (int i = 0; i < 3; i++) { /* 3 misses: the next would fetch 4 more */
+		REQUIRE((v[n] = pc_malloc(16 * KiB)) != NULL);
+		n++;
+		while (medium_cached_bytes() != 0)
+			REQUIRE((v[n++] = pc_malloc(16 * KiB)) != NULL);
+	}
+	char *other = pc_malloc(20 * KiB); /* a miss of another class */
+	REQUIRE(other != NULL);
+	uint64_t calls = page_calls();
+	REQUIRE((v[n++] = pc_malloc(16 * KiB)) != NULL);
+	CHECK_EQ(page_calls() - calls, 1);
+	CHECK_EQ(medium_cached_bytes(), 0); /* the caller's block alone */
+	pc_free(other);
+	for (size_t i = 0; i < n; i++)
+		pc_free(v[i]);
+	pc_trim();
+	CHECK(pc_page_check());
+}
+
 int main(void)
 {
 	REQUIRE(pc_malloc_init());
@@ -133,5 +180,6 @@ int main(void)
 	RUN(alloc_only_keeps_none);
 	RUN(misses_batch);
 	RUN(refusal_resets);
+	RUN(other_class_resets);
 	return test_report();
 }

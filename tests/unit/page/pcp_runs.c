@@ -12,7 +12,10 @@
  *                        lock once (one refill for the caller's 16 and the
  *                        list's batch), all distinct, page aligned, usable;
  *                        cut one after another from one free run (each
- *                        starts where the one before ends);
+ *                        starts where the one before ends: the same order
+ *                        as one zone_run_alloc_locked per run gave, which
+ *                        this checks; its saving, one removal and one
+ *                        insertion per free run, is not observable here);
  *  from_the_list         freed, they are on the list: 16 again take no
  *                        zone lock;
  *  list_then_refill      a list of 5: 16 take those 5 and 11 by one
@@ -22,7 +25,8 @@
  *                        holder), 16 come from the zone under one hold
  *                        (one per run before: the single-run path);
  *  refused_reentered     a call from inside the page layer (a signal
- *                        handler) returns 0 and takes no lock.
+ *                        handler) returns 0, takes no lock and counts as a
+ *                        refused call.
  * (A zone with no region gives 0: a batch never grows it; pc_alloc_run
  * does, and the first test calls it once for that.)
  * pc_page_check() after each.
@@ -157,11 +161,15 @@ TEST(busy_one_zone_hold)
 TEST(refused_reentered)
 {
 	uint64_t locks = zone_locks();
+	struct pc_page_reentry_counts c0, c1;
+	pc_page_reentry_counts(&c0);
 	pc_page_reentry_enter();
 	unsigned got = pc_alloc_runs(RUN_PAGES, runs, N);
 	pc_page_reentry_leave();
+	pc_page_reentry_counts(&c1);
 	CHECK_EQ(got, 0);
 	CHECK_EQ(zone_locks() - locks, 0);
+	CHECK_EQ(c1.refused - c0.refused, 1); /* counted as every refused call */
 	CHECK_EQ(pc_alloc_runs(0, runs, N), 0);
 	CHECK_EQ(pc_alloc_runs(PC_PCP_MAX_RUN + 1, runs, N), 0);
 	CHECK(pc_page_check());
