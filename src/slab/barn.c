@@ -177,7 +177,10 @@ size_t pc_slab_barn_charged(void)
  * slots and the sheaf itself. */
 static size_t sheaf_bytes(struct pc_cache *s)
 {
-	size_t cap = pc_load_relaxed(&s->sheaf_capacity);
+	/* A capacity grown past the default (sheaf.c): the bound counts
+	 * default sheaves then (barn_bound), and so does the charge. */
+	size_t cap = PC_MIN(pc_load_relaxed(&s->sheaf_capacity),
+			    PC_MAX(pc_load_relaxed(&s->sheaf_capacity_max), 1u));
 	return sizeof(struct pc_sheaf) + cap * (s->size + sizeof(void *));
 }
 
@@ -212,31 +215,32 @@ static bool budget_take(size_t bytes)
 	return true;
 }
 
-/* The full list's base bound: slub.barn_sheaves, scaled down (rounded up)
- * for a capacity grown past the default (sheaf.c, "Past the default"), so
- * that the base full sheaves hold what they hold at the default. */
-static unsigned barn_base_full(struct pc_cache *s, unsigned base)
+/* A full list's bound of n sheaves of the default capacity, in sheaves of
+ * the current one: scaled down (rounded up) for a capacity grown past the
+ * default (sheaf.c, "Past the default"), so that a barn keeps the objects
+ * it kept at the default, its raised part included (charged at default
+ * sheaves: sheaf_bytes). */
+static unsigned barn_scale_full(struct pc_cache *s, unsigned n)
 {
 	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
 	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
 	if (cap <= max || max == 0)
-		return base;
-	return (unsigned)(((uint64_t)base * max + cap - 1) / cap);
+		return n;
+	return (unsigned)(((uint64_t)n * max + cap - 1) / cap);
 }
 
-/* Sheaves b's full list (full) or empty list may hold now: slub.barn_sheaves
- * (the full list's scaled for a grown capacity), and for the full list
- * extra more, unless the charge is above the budget (a budget lowered at
- * run time, or 0: then the base alone, at once). */
+/* Sheaves b's full list (full) or empty list may hold now: slub.barn_sheaves,
+ * and for the full list extra more, unless the charge is above the budget
+ * (a budget lowered at run time, or 0: then the base alone, at once); the
+ * full list's scaled for a grown capacity. */
 static unsigned barn_bound(struct pc_cache *s, struct pc_barn *b, bool full)
 {
 	unsigned base = (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
 	if (!full)
 		return base;
-	base = barn_base_full(s, base);
 	if (pc_load_relaxed(&barns_charged) > barn_budget() || barn_budget() == 0)
-		return base;
-	return base + pc_load_relaxed(&b->extra);
+		return barn_scale_full(s, base);
+	return barn_scale_full(s, base + pc_load_relaxed(&b->extra));
 }
 
 unsigned barn_limit(struct pc_cache *s, unsigned node)

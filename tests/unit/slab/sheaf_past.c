@@ -15,6 +15,10 @@
  *                      objects; 1 KiB keeps the default), where it stays; the charge is exactly 2 * CPUs * (capacity -
  *                      default) slots and pointers, and the barn's base
  *                      bound of full sheaves is scaled down by the factor.
+ *  barn_counts_default_sheaves  the barn of a grown cache keeps what it
+ *                      kept at the default: its bound, raised part included,
+ *                      scaled down by the growth, each raise charged as a
+ *                      default sheaf.
  *  bounded_by_budget   a budget (slub.barn_max_kb) with room for one
  *                      doubling: the capacity stops there, the charge
  *                      within the budget; a budget of 0: no growth.
@@ -138,6 +142,42 @@ TEST(grows_by_refills)
 	finish(s);
 }
 
+/*
+ * A barn of a grown cache keeps the objects it kept at the default: its
+ * bound, raised part included, counts default sheaves (scaled down by the
+ * growth), and each raise is charged as a default sheaf.
+ */
+TEST(barn_counts_default_sheaves)
+{
+	if (!rseq_mode())
+		return;
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 1L << 20);
+	struct pc_cache *s = make("past-barn");
+	unsigned def = def_of(s), top = pc_load_relaxed(&s->sheaf_capacity_top);
+	to_default(s);
+	while (cap_of(s) < top)
+		REQUIRE(alloc_until_change(s, 100000) < 100000);
+	/* a round of frees (full sheaves refused at the bound) and one of
+	 * allocations (misses that raise it) */
+	for (int round = 0; round < 2; round++) {
+		unsigned n = nheld;
+		while (nheld)
+			pc_cache_free(s, held[--nheld]);
+		for (unsigned i = 0; i < n; i++)
+			REQUIRE((held[nheld++] = pc_cache_alloc(s)) != NULL);
+	}
+	REQUIRE(cap_of(s) == top);
+	struct pc_barn *b = s->barn[0];
+	unsigned extra = pc_load_relaxed(&b->extra);
+	CHECK(extra > 0);
+	CHECK_EQ(pc_slab_barn_charged(),
+		 extra * (sizeof(struct pc_sheaf) + def * (s->size + sizeof(void *))));
+	unsigned base = (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
+	CHECK_EQ(barn_limit(s, 0), ((base + extra) * def + top - 1) / top);
+	finish(s);
+	CHECK_EQ(pc_slab_barn_charged(), 0);
+}
+
 TEST(bounded_by_budget)
 {
 	if (!rseq_mode())
@@ -233,6 +273,7 @@ int main(void)
 	REQUIRE(pin_cpu(0));
 	pc_slab_decay_pass(); /* the next one is due in an hour: none by itself */
 	RUN(grows_by_refills);
+	RUN(barn_counts_default_sheaves);
 	RUN(bounded_by_budget);
 	RUN(decay_takes_back);
 	RUN(retune_and_destroy);
