@@ -14,7 +14,9 @@
  *
  * The bound. The full list of a barn holds at most slub.barn_sheaves +
  * extra sheaves, the empty list slub.barn_sheaves (empty sheaves are cheap
- * to make again). A program that frees many objects and then allocates
+ * to make again); both counted in sheaves of the default capacity, so
+ * scaled down for a capacity grown past it (barn_scale; sheaf.c, "Past the
+ * default"). A program that frees many objects and then allocates
  * them again (seed 002's Test A: 10,000 objects are 78 sheaves of 128)
  * needs more full sheaves than the base bound keeps: the rest were flushed
  * to the slabs, and each round built its slabs and sheaves again. So the
@@ -162,7 +164,7 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 }
 
 /* Bytes of raised bounds charged by every barn together (each barn's
- * share in b->charged, changed under its lock): at most barn_budget(), but
+ * share in b->charged, changed under its lock): at most barn_budget_bytes(), but
  * for a budget lowered meanwhile (raises are then ignored, barn_bound, and
  * the next decay pass takes them back). Relaxed: a budget, read and
  * changed by compare-and-swap; nothing else is ordered by it. */
@@ -199,15 +201,10 @@ size_t barn_budget_bytes(void)
 	return (size_t)(kb < 0 ? barn_max_kb_resolved() : kb) << 10;
 }
 
-static size_t barn_budget(void)
-{
-	return barn_budget_bytes();
-}
-
 /* Take bytes from the process's budget if it has them. */
 static bool budget_take(size_t bytes)
 {
-	size_t cur = pc_load_relaxed(&barns_charged), most = barn_budget();
+	size_t cur = pc_load_relaxed(&barns_charged), most = barn_budget_bytes();
 	do {
 		if (cur + bytes > most)
 			return false;
@@ -215,12 +212,13 @@ static bool budget_take(size_t bytes)
 	return true;
 }
 
-/* A full list's bound of n sheaves of the default capacity, in sheaves of
- * the current one: scaled down (rounded up) for a capacity grown past the
- * default (sheaf.c, "Past the default"), so that a barn keeps the objects
- * it kept at the default, its raised part included (charged at default
- * sheaves: sheaf_bytes). */
-static unsigned barn_scale_full(struct pc_cache *s, unsigned n)
+/* A list's bound of n sheaves of the default capacity, in sheaves of the
+ * current one: scaled down (rounded up) for a capacity grown past the
+ * default (sheaf.c, "Past the default"), so that a barn keeps the bytes it
+ * kept at the default: the full list's objects, its raised part included
+ * (charged as default sheaves: sheaf_bytes), and the empty list's pointer
+ * arrays. */
+static unsigned barn_scale(struct pc_cache *s, unsigned n)
 {
 	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
 	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
@@ -231,16 +229,15 @@ static unsigned barn_scale_full(struct pc_cache *s, unsigned n)
 
 /* Sheaves b's full list (full) or empty list may hold now: slub.barn_sheaves,
  * and for the full list extra more, unless the charge is above the budget
- * (a budget lowered at run time, or 0: then the base alone, at once); the
- * full list's scaled for a grown capacity. */
+ * (a budget lowered at run time, or 0: then the base alone, at once); both
+ * scaled for a grown capacity (barn_scale). */
 static unsigned barn_bound(struct pc_cache *s, struct pc_barn *b, bool full)
 {
 	unsigned base = (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
-	if (!full)
-		return base;
-	if (pc_load_relaxed(&barns_charged) > barn_budget() || barn_budget() == 0)
-		return barn_scale_full(s, base);
-	return barn_scale_full(s, base + pc_load_relaxed(&b->extra));
+	if (!full || pc_load_relaxed(&barns_charged) > barn_budget_bytes() ||
+	    barn_budget_bytes() == 0)
+		return barn_scale(s, base);
+	return barn_scale(s, base + pc_load_relaxed(&b->extra));
 }
 
 unsigned barn_limit(struct pc_cache *s, unsigned node)
@@ -476,7 +473,7 @@ unsigned barn_decay(struct pc_cache *s, unsigned node)
 		extra -= PC_MIN(extra, b->low);
 		if (pc_load_relaxed(&b->refused) == 0)
 			extra /= 2;
-		if (pc_load_relaxed(&barns_charged) > barn_budget())
+		if (pc_load_relaxed(&barns_charged) > barn_budget_bytes())
 			extra = 0;
 		barn_lower_locked(b, extra);
 		n += barn_cut_locked(b, &b->full, &b->nr_full, barn_bound(s, b, true), &full);

@@ -12,13 +12,14 @@
  *                      doubles the capacity past the default after
  *                      PC_SHEAF_PAST_REFILLS refills at each step, up to the
  *                      top (4x the default where that is at most 64 KiB of
- *                      objects; 1 KiB keeps the default), where it stays; the charge is exactly 2 * CPUs * (capacity -
+ *                      objects; 1 KiB keeps the default), where it stays;
+ *                      the charge is exactly 2 * CPUs * (capacity -
  *                      default) slots and pointers, and the barn's base
  *                      bound of full sheaves is scaled down by the factor.
  *  barn_counts_default_sheaves  the barn of a grown cache keeps what it
- *                      kept at the default: its bound, raised part included,
- *                      scaled down by the growth, each raise charged as a
- *                      default sheaf.
+ *                      kept at the default: its bounds (the full list's
+ *                      raised part included) scaled down by the growth,
+ *                      each raise charged as a default sheaf.
  *  bounded_by_budget   a budget (slub.barn_max_kb) with room for one
  *                      doubling: the capacity stops there, the charge
  *                      within the budget; a budget of 0: no growth.
@@ -174,6 +175,9 @@ TEST(barn_counts_default_sheaves)
 		 extra * (sizeof(struct pc_sheaf) + def * (s->size + sizeof(void *))));
 	unsigned base = (unsigned)pc_option(PC_OPT_SLUB_BARN_SHEAVES);
 	CHECK_EQ(barn_limit(s, 0), ((base + extra) * def + top - 1) / top);
+	/* the empty list too: at most base default sheaves' pointer arrays */
+	CHECK(pc_load_relaxed(&b->nr_empty) > 0);
+	CHECK(pc_load_relaxed(&b->nr_empty) <= (base * def + top - 1) / top);
 	finish(s);
 	CHECK_EQ(pc_slab_barn_charged(), 0);
 }
