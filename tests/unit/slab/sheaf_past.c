@@ -25,7 +25,9 @@
  *                      within the budget; a budget of 0: no growth.
  *  decay_takes_back    refills between two passes keep the capacity; a
  *                      pass after none halves it, the next one brings it to
- *                      the default with no charge left.
+ *                      the default with no charge left; a budget lowered
+ *                      below the charge halves it at each pass, in use or
+ *                      not.
  *  retune_and_destroy  a tunable change (a retune) puts a grown capacity
  *                      back at the default and gives its charge back; so
  *                      does pc_cache_destroy.
@@ -37,7 +39,7 @@
 #include "unit/unit_helpers.h"
 
 #define HOUR_MS 3600000L
-#define MAX_HELD 40000
+#define MAX_HELD 60000
 
 static void *held[MAX_HELD];
 static unsigned nheld;
@@ -240,6 +242,20 @@ TEST(decay_takes_back)
 	CHECK_EQ(pc_slab_sheaf_charged(), 0);
 	pc_slab_decay_pass(); /* never below the default */
 	CHECK_EQ(cap_of(s), def);
+	/* A budget lowered below the charge: each pass halves it, in use or
+	 * not (the refills that would keep it are there). */
+	CHECK(alloc_until_change(s, 100000) < 100000);
+	CHECK(alloc_until_change(s, 100000) < 100000);
+	CHECK_EQ(cap_of(s), 4 * def);
+	CHECK_EQ(alloc_until_change(s, (PC_SHEAF_PAST_REFILLS + 1) * 4 * def),
+		 (PC_SHEAF_PAST_REFILLS + 1) * 4 * def);
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 1);
+	pc_slab_decay_pass();
+	CHECK_EQ(cap_of(s), 2 * def);
+	CHECK_EQ(pc_slab_sheaf_charged(), charge_for(s, 2 * def));
+	pc_slab_decay_pass();
+	CHECK_EQ(cap_of(s), def);
+	CHECK_EQ(pc_slab_sheaf_charged(), 0);
 	finish(s);
 }
 
