@@ -10,7 +10,9 @@
  * before the cache is published, read by exiting threads and flushers);
  * and per thread: pc_thread_sheaves[] (an entry may be detached by a
  * flusher of another thread, see sheaf_thread.c), pc_thread_sheaf_busy
- * (read by flushers), sheaf_depth, pc_sheaf_deferred, sheaf_thread_done.
+ * (read by flushers), sheaf_depth, pc_sheaf_deferred, sheaf_thread_done;
+ * sheaves_charged (the grown capacities' charge: written under slab_mutex,
+ * read relaxed by tests; "Past the default" below).
  */
 #include "slab.h"
 
@@ -154,8 +156,8 @@ static void sheaf_demand_add(struct pc_cache *s, uint32_t weight)
  * default (s->sheaf_capacity_max) up to s->sheaf_capacity_top
  * (sheaf_top_capacity: 4x the default where that is at most 64 KiB of
  * objects, 8 - 512 B; top == max where it may not: larger classes, a set
- * capacity, thread mode, caches without sheaves), for a cache that keeps trading sheaves with its
- * slabs: seed 002's Test D at 16 threads refills a sheaf of 256 B objects
+ * capacity, thread mode, caches without sheaves), for a cache that keeps
+ * trading sheaves with its slabs: seed 002's Test D at 16 threads refills a sheaf of 256 B objects
  * from the slabs every 64 allocations, and each such slow path waits for
  * the program's stores into the objects it handed out before (the slot
  * lock's locked instruction drains the store buffer) on top of the barn,
@@ -243,11 +245,12 @@ static void past_grow_locked(struct pc_cache *s)
 	past_set_locked(s, next);
 }
 
-/* A refill or new sheaf at or above the default capacity. Racy count: a
- * lost one moves a doubling by a refill. */
-static void past_demand(struct pc_cache *s)
+/* A refill or new sheaf made at capacity cap (read before
+ * sheaf_demand_add could double it to the default: only refills at or
+ * above the default count). Racy count: a lost one moves a doubling by a
+ * refill. */
+static void past_demand(struct pc_cache *s, uint32_t cap)
 {
-	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
 	if (cap < pc_load_relaxed(&s->sheaf_capacity_max) ||
 	    pc_load_relaxed(&s->sheaf_capacity_top) <= pc_load_relaxed(&s->sheaf_capacity_max))
 		return;
@@ -268,7 +271,8 @@ void sheaf_past_decay(struct pc_cache *s)
 	uint32_t n = pc_load_relaxed(&s->sheaf_refills);
 	pc_store_relaxed(&s->sheaf_refills, 0);
 	if (cap <= max ||
-	    (n >= PC_SHEAF_PAST_REFILLS && pc_load_relaxed(&sheaves_charged) <= barn_budget_bytes()))
+	    (n >= PC_SHEAF_PAST_REFILLS &&
+	     pc_load_relaxed(&sheaves_charged) <= barn_budget_bytes()))
 		return;
 	past_set_locked(s, PC_MAX(cap / 2, max));
 }
@@ -284,8 +288,9 @@ void sheaf_past_release(struct pc_cache *s)
  * and past the default, one refill. */
 void sheaf_capacity_grow(struct pc_cache *s)
 {
+	uint32_t cap = pc_load_relaxed(&s->sheaf_capacity);
 	sheaf_demand_add(s, SHEAF_GROW_REFILL - 1);
-	past_demand(s);
+	past_demand(s, cap);
 }
 
 /* Under slab_mutex, before s is published. */

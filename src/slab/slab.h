@@ -88,8 +88,9 @@
  *   thread that holds it.
  *   Capacities: a default capacity grows with demand (sheaf.c, "Sheaf
  *   capacity"; in rseq mode past the default too, "Past the default",
- *   and the decay halves it back, under slab_mutex) without a flush, so a main sheaf, a spare, a thread's entry
- *   or a barn list may hold a sheaf of an older capacity; it serves as it
+ *   and the decay halves it back, under slab_mutex) without a flush, so a
+ *   main sheaf, a spare, a thread's entry or a barn list may hold a sheaf
+ *   of an older capacity; it serves as it
  *   is (each sheaf carries its capacity) until a slow path retires it:
  *   install and empty_sheaf do not keep it as the spare, barn_put and
  *   barn_pop give its objects back to the slabs and free it.
@@ -251,6 +252,11 @@
  *   (rank by rank, each pass in cache-list order): the only place locks of
  *   two caches nest but the sheaf case, and src/README.md says why that is
  *   safe. Debug builds check these ranks (lock.h, "lock ranks").
+ *   slab_mutex is try-locked, never waited for, under a slot lock (or a
+ *   thread-mode busy flag): a growth of a capacity past the default
+ *   (sheaf.c, past_demand); a try never waits, so it cannot deadlock
+ *   against prefork or a decay pass, and the witness records it without
+ *   checking its rank.
  *   Lock-free: the fast paths (sheaf and slab), the slab freelist word, and
  *   the slab counts (c->slabs_made and the rest: atomic adds by any thread
  *   on that CPU number; slab_counts reads a moment's sums, never below 0,
@@ -684,7 +690,7 @@ struct pc_cache_info {
 size_t pc_slab_barn_charged(void);
 /* Bytes charged now for sheaf capacities grown past their default, every
  * cache together (sheaf.c, "Past the default"; counted apart from the barns'
- * but against the same slub.barn_max_kb): for tests and reports. */
+ * but against the same slub.barn_max_kb): for tests. */
 size_t pc_slab_sheaf_charged(void);
 /* Fill info for cache s (counts taken under list_lock, like slabinfo). */
 void pc_cache_info(struct pc_cache *s, struct pc_cache_info *info);
@@ -1313,9 +1319,6 @@ void sheaf_past_decay(struct pc_cache *s);
 /* slab_mutex held (or s not yet published): give back what s's capacity
  * past the default was charged, before a retune or a destroy. */
 void sheaf_past_release(struct pc_cache *s);
-/* The budget of raised barns and grown capacities (slub.barn_max_kb, each
- * counted apart), in bytes. */
-size_t barn_budget_bytes(void);
 void sheaf_cache_setup(struct pc_cache *s); /* at creation: slots or tindex */
 void sheaf_thread_exit(void);       /* the slab layer's thread_exit handler */
 /* Tests only: called by the sheaf slow paths while they hold their locks
@@ -1402,6 +1405,9 @@ void barn_drain(struct pc_cache *s, unsigned node);
 unsigned barn_decay(struct pc_cache *s, unsigned node);
 /* Objects in node's full sheaves (under the barn lock). */
 long barn_count_objects(struct pc_cache *s, unsigned node);
+/* The budget of raised barns and, counted apart, of grown capacities
+ * (slub.barn_max_kb), in bytes. */
+size_t barn_budget_bytes(void);
 /* What slub.barn_max_kb = -1 stands for now (the help's resolver). */
 long barn_max_kb_resolved(void);
 /* Full sheaves node's barn may hold now (its bound, racy). */
