@@ -8,9 +8,11 @@
  *  kick_in_idle_passes  a pass hook (pc_page_release_hook_add) holds the
  *                       thread at the start of a pass while it counts idle
  *                       passes (every zone clean, at least three passes
- *                       since the last kick); kicked there, it counts again
- *                       from that pass: its next sleep comes no sooner than
- *                       PC_RELEASE_IDLE_PASSES passes after it.
+ *                       since the last kick; tried again if this thread
+ *                       lagged so that fewer went by); kicked there, it
+ *                       counts again from that pass: its next sleep comes
+ *                       no sooner than PC_RELEASE_IDLE_PASSES passes after
+ *                       it.
  *  kick_as_it_sleeps    the page layer's test hook holds the thread at
  *                       PC_PAGE_TEST_THREAD_SLEEP (its idle passes done,
  *                       about to say it sleeps); kicked there (the kicker
@@ -28,22 +30,30 @@
 #include "test.h"
 #include "unit/unit_helpers.h"
 
-#include <sched.h>
 
-/* The pass hook: holds the thread at the start of the pass that follows
- * `hold_after` finished passes (0: none), until `go`. */
-static _Atomic uint64_t hold_after;
+/* The pass hook: holds the thread at the start of the first pass that
+ * begins with at least `hold_after` passes finished (0: none), until `go`;
+ * held_at: the passes finished then (this thread may have been descheduled
+ * for some passes after it chose hold_after: review of release3, item 1). */
+static _Atomic uint64_t hold_after, held_at;
 static _Atomic bool held, go;
+
+static void wait_flag(_Atomic bool *flag)
+{
+	while (!pc_load_acquire(flag))
+		usleep(1000);
+}
 
 static void on_pass(void)
 {
 	uint64_t after = pc_load_acquire(&hold_after);
-	if (after == 0 || pc_page_release_thread_passes() != after)
+	uint64_t passes = pc_page_release_thread_passes();
+	if (after == 0 || passes < after)
 		return;
 	pc_store_release(&hold_after, 0);
-	pc_store_release(&held, true);
-	while (!pc_load_acquire(&go))
-		sched_yield();
+	pc_store_relaxed(&held_at, passes);
+	pc_store_release(&held, true); /* publishes held_at */
+	wait_flag(&go);
 }
 
 /* The page test hook at the sleep point: records the passes finished and
@@ -61,15 +71,8 @@ static void at_point(enum pc_page_test_point at)
 	pc_add_release(&point_seq, 1); /* publishes the two above */
 	if (pc_xchg_acq_rel(&hold_at_sleep, false)) {
 		pc_store_release(&held, true);
-		while (!pc_load_acquire(&go))
-			sched_yield();
+		wait_flag(&go);
 	}
-}
-
-static void wait_flag(_Atomic bool *flag)
-{
-	while (!pc_load_acquire(flag))
-		sched_yield();
 }
 
 /* Wait for the next sleep point after `seq` points; returns its passes. */
@@ -93,22 +96,32 @@ static void start(void)
 TEST(kick_in_idle_passes)
 {
 	start();
-	uint64_t p0 = pc_page_release_thread_passes();
-	pc_store_release(&go, false);
-	pc_store_release(&held, false);
-	pc_store_release(&hold_after, p0 + 4);
-	/* Awake, whatever it did: this kick is taken by pass p0 + 1 at the
-	 * latest, so passes p0 + 2 .. p0 + 4 are idle ones (three at least). */
-	pc_page_release_thread_kick();
-	wait_flag(&held); /* in pass p0 + 5, counting idle passes */
+	uint64_t h = 0, p1 = 0;
+	for (;;) {
+		pc_store_release(&go, false);
+		pc_store_release(&held, false);
+		/* Armed before the kick: the kick keeps the thread passing (16
+		 * passes at least before it may sleep), so it reaches the pass
+		 * held whatever this thread's delays. */
+		pc_store_release(&hold_after, pc_page_release_thread_passes() + 4);
+		pc_page_release_thread_kick(); /* taken by pass p1 + 1 at the latest */
+		p1 = pc_page_release_thread_passes();
+		wait_flag(&held);
+		h = pc_load_relaxed(&held_at);
+		if (h >= p1 + 4)
+			break; /* held after three idle passes at least: the case tested */
+		pc_store_release(&go, true); /* this thread lagged: again */
+		while (pc_load_acquire(&held) && pc_page_release_thread_passes() == h)
+			usleep(1000); /* the held pass has ended */
+	}
 	uint64_t seq = pc_load_acquire(&point_seq);
-	pc_page_release_thread_kick(); /* taken at the end of pass p0 + 5 */
+	pc_page_release_thread_kick(); /* taken at the end of pass h + 1 */
 	pc_store_release(&go, true);
 	uint64_t slept_at = wait_point(seq);
-	CHECK(slept_at >= p0 + 5 + PC_RELEASE_IDLE_PASSES);
-	if (slept_at < p0 + 5 + PC_RELEASE_IDLE_PASSES)
+	CHECK(slept_at >= h + 1 + PC_RELEASE_IDLE_PASSES);
+	if (slept_at < h + 1 + PC_RELEASE_IDLE_PASSES)
 		fprintf(stderr, "  kicked in pass %llu, sleep point after pass %llu\n",
-			(unsigned long long)(p0 + 5), (unsigned long long)slept_at);
+			(unsigned long long)(h + 1), (unsigned long long)slept_at);
 }
 
 TEST(kick_as_it_sleeps)
