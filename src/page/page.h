@@ -805,6 +805,14 @@ PC_INLINE size_t zone_used_locked(const struct pc_zone *z)
 {
 	return z->managed_pages - z->free_pages - z->release_held;
 }
+/* The same from the lock-free hints (no lock): 0 rather than a wrapped
+ * value when a growth published free_hint before managed_hint (buddy.c,
+ * zone_publish_counts_locked, stores them in that order). */
+PC_INLINE size_t zone_used_hint(struct pc_zone *z)
+{
+	size_t managed = pc_load_relaxed(&z->managed_hint), free = pc_load_relaxed(&z->free_hint);
+	return managed > free ? managed - free : 0;
+}
 /* "buddy.c" */
 struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool kept);
 void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem);
@@ -839,6 +847,9 @@ void zone_release_fork_child(void);
 void zone_release_init(void);
 /* "release_thread.c" */
 void release_thread_note_over_floor(void);
+/* vm.release_thread set to auto: the order point between the option's store
+ * and the hook's reads of thread_state (release_thread.c, exit_order_point). */
+void release_thread_exit_order(void);
 void release_thread_wake(void);
 void release_thread_init(void);
 void release_thread_fork_child(void);

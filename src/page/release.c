@@ -33,7 +33,9 @@
  * never calls up otherwise. A pass releases every block freed more than the
  * delay ago, oldest first, and, whatever its age, what exceeds the bound
  * (bound_pages: max(vm.release_watermark_kb, a quarter of the zone's memory
- * in use, and, while the background thread does the passes, its recent
+ * in use, and, while the background thread does the passes, or in auto
+ * mode without the thread for RELEASE_REUSE_DELAYS delays after reuse was
+ * seen ("Reuse without the thread" below), its recent
  * peak of use (the last one to two delays) less the use now)), so that the
  * pool of free resident memory never lifts the footprint above a recent
  * peak.
@@ -258,7 +260,7 @@ static void reuse_note_low(struct pc_zone *z, size_t used, size_t resident_free,
  * seen; the mark goes either way once passed. */
 static PC_NOINLINE void reuse_check_climb(struct pc_zone *z, size_t mark)
 {
-	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	size_t used = zone_used_hint(z);
 	if (used <= mark)
 		return;
 	pc_store_relaxed(&z->reuse_mark, 0);
@@ -421,7 +423,7 @@ static size_t zone_release_pass(struct pc_zone *z, uint64_t now, bool timed)
 	zone_roll_peak_locked(z, now);
 	pc_lock_release(&z->lock);
 	reuse_expire(z, now);
-	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	size_t used = zone_used_hint(z);
 	/* Over the floor: in auto mode the next poll starts the thread (not
 	 * with no delay: it would keep nothing and wake every 10 ms), and the
 	 * peak's part counts from then on. The free runs count here too: a
@@ -454,7 +456,7 @@ void zone_release_if_over(struct pc_zone *z)
 	size_t dirty = pc_load_relaxed(&z->dirty_hint);
 	if (pc_likely(dirty == 0))
 		return;
-	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	size_t used = zone_used_hint(z);
 	if (pc_likely(dirty <= bound_pages(z, used)))
 		return;
 	uint64_t now = pc_page_clock_ns();
@@ -475,7 +477,7 @@ void zone_maybe_release(struct pc_zone *z)
 	if (pc_likely(dirty == 0) && pc_likely(run_dirty == 0))
 		return;
 	release_thread_work(); /* a sleeping release thread has work again */
-	size_t used = pc_load_relaxed(&z->managed_hint) - pc_load_relaxed(&z->free_hint);
+	size_t used = zone_used_hint(z);
 	uint64_t now = pc_page_clock_ns();
 	reuse_note_low(z, used, dirty + run_dirty, now);
 	bool timed = now >= pc_load_relaxed(&z->next_pass_ns);
@@ -567,8 +569,13 @@ static void delay_changed(long value)
  */
 static void thread_mode_changed(long value)
 {
-	if (value == PC_RELEASE_THREAD_AUTO)
+	if (value == PC_RELEASE_THREAD_AUTO) {
+		/* Between the option's store (before the hooks) and the reads of
+		 * thread_state below: a thread leaving meanwhile sees auto, or
+		 * is seen gone (release_thread.c, exit_order_point). */
+		release_thread_exit_order();
 		zone_release_note_all();
+	}
 }
 
 void zone_release_init(void)

@@ -7,7 +7,9 @@
  * malloc's huge and medium caches), so an idle program's objects come back
  * as pages, then a release pass of every zone (release.c). While it does
  * the passes (pc_page_release_thread_active) the zones' bound keeps the
- * recent peak's part (release.c, bound_pages) and the layers above leave
+ * recent peak's part (release.c, bound_pages; in auto mode without the
+ * thread, also for RELEASE_REUSE_DELAYS delays after reuse was seen:
+ * release.c, "Reuse without the thread") and the layers above leave
  * their decay to its hooks.
  *
  * Modes (enum pc_release_thread_mode, page.h): never; always, from the first
@@ -256,7 +258,8 @@ static void idle_sleep(uint32_t seen)
  * The thread's exit against vm.release_thread set back to auto (the
  * store-load pattern again, review item E): the thread says it is gone
  * (thread_state 0) and then reads the option; the setter stores the option
- * and then (mode_changed) reads thread_state. Without more, both reads may
+ * and then (release.c's hook, thread_mode_changed, through
+ * release_thread_exit_order) reads thread_state. Without more, both reads may
  * miss the other's write: the thread leaves seeing 0, the setter sees it
  * running, and nothing wants a new one. Each side passes here between its
  * write and its read: an exchange of one word, so the one that passes
@@ -270,6 +273,14 @@ static _Atomic uint32_t exit_order;
 static void exit_order_point(void)
 {
 	pc_xchg_acq_rel(&exit_order, 0);
+}
+
+/* The setter's side, called by the hook that then reads thread_state
+ * (release.c, thread_mode_changed), so the order holds whatever the order
+ * the hooks run in. */
+void release_thread_exit_order(void)
+{
+	exit_order_point();
 }
 
 static void *release_thread_main(void *arg)
@@ -322,8 +333,6 @@ static void mode_changed(long value)
 {
 	if (value == PC_RELEASE_THREAD_NEVER) /* off: a later auto starts one only when wanted again */
 		pc_store_relaxed(&thread_wanted, false);
-	if (value == PC_RELEASE_THREAD_AUTO) /* before release.c's hook reads thread_state */
-		exit_order_point();
 	release_thread_wake();
 }
 
