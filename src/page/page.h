@@ -90,7 +90,12 @@
  * is empty it falls back to a sibling instance of its node that has plenty
  * free (a quarter region), else grows its own instance with a new region
  * (bound to the node), and only when the OS refuses takes any free memory of
- * its node, then of other nodes, then drains every per-CPU list.
+ * its node, then of other nodes, then drains every per-CPU list. Before it
+ * grows, a slow path that finds work of its zone in flight (zone->in_flight:
+ * a release pass's batch of free blocks or free runs being madvised, on no
+ * list meanwhile) waits for it to come back, a few tens of ms at most, and
+ * takes again (page_alloc.c, take_after_release): the zone has that memory,
+ * and a region mapped for want of it stayed wholly free (issue 9).
  *
  * Lock order (outermost first):  zone->grow_lock -> pcp->lock -> zone->lock
  * (the slab layer's list_lock sits before pcp->lock; grow_lock is never taken
@@ -429,7 +434,9 @@ struct pc_zone {
 	_Atomic uint32_t growing;    /* threads in alloc_slow: no unmapping (unmap.c) */
 	/* Under lock: work on this zone's memory between two holds of its lock,
 	 * with it dropped: release batches being madvised (release.c), regions
-	 * being unmapped (unmap.c). Fork waits for 0 (pc_page_prefork). */
+	 * being unmapped (unmap.c). Fork waits for 0 (pc_page_prefork); an
+	 * allocation's slow path waits for it to fall, boundedly, before it
+	 * grows the zone (page_alloc.c, take_after_release). */
 	unsigned in_flight;
 	/* Under lock: pages a release pass has taken off the free lists and not
 	 * yet freed back (release.c). Off the lists, so outside free_pages, but
@@ -698,6 +705,9 @@ enum pc_page_test_point {
 	PC_PAGE_TEST_PCP_LOCKED,  /* an allocation or a page free through a pcp
 				     (zone_take, pc_free_pages): the pcp lock held */
 	PC_PAGE_TEST_FORK_LOCKED, /* the end of pc_page_prefork: every page lock held */
+	PC_PAGE_TEST_GROW_WAIT,   /* an allocation's slow path, about to wait for a release
+				     batch of its zone before growing it (page_alloc.c,
+				     take_after_release), no lock held */
 };
 extern void (*_Atomic pc_page_test_hook)(enum pc_page_test_point at);
 PC_INLINE void pc_page_test_point(enum pc_page_test_point at)

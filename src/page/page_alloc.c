@@ -6,8 +6,10 @@
  * Fast path (orders <= PC_PCP_MAX_ORDER): try-lock the current CPU's pcp of
  * the preferred zone and take a block from it. If the pcp lock is busy the
  * caller never waits for it: it goes to the zone under the zone lock.
- * Slow path: other zones with free memory (same node first), then a new
- * region for the preferred zone, then, before giving up, every pcp drained.
+ * Slow path: other zones with free memory (same node first), then the
+ * preferred zone once a release batch in flight there is back (a bounded
+ * wait), then a new region for it, then, before giving up, every pcp
+ * drained.
  * Runs (run.c) take the same paths: per-CPU lists up to PC_PCP_MAX_RUN
  * pages, else the zone's run heap under the zone lock.
  */
@@ -131,13 +133,66 @@ static struct pc_page *take_after_drain(const struct page_req *rq)
 	return NULL;
 }
 
+/* Whether work of z is in flight with its lock dropped (z->in_flight: a
+ * release pass's batch of buddy blocks, release.c, or of free runs, run.c;
+ * an unmapping, unmap.c, the rare case where waiting gains nothing). */
+static bool zone_work_in_flight(struct pc_zone *z)
+{
+	pc_lock_acquire(&z->lock);
+	bool held = z->in_flight != 0;
+	pc_lock_release(&z->lock);
+	return held;
+}
+
+#define GROW_WAIT_NS 30000000u /* 30 ms */
+
+/*
+ * Before growing z: a release pass may hold the very memory this request
+ * needs, off every list while its batch (up to 32 blocks of 4 MiB, or 32
+ * free runs) is madvised. Growing then maps a whole 64 MiB region that stays
+ * free once the batch is back (issue 9: tests/unit/malloc/medium_idle.c, 8
+ * of 240 loaded runs). So wait, yielding, until nothing of z is in flight,
+ * and take again; a pass that takes batch after batch is waited for as
+ * long as its batches keep coming, up to the bound. The take after each
+ * look sees whatever came back before the look; a look that finds nothing
+ * in flight ends the wait.
+ *
+ * The wait is bounded (GROW_WAIT_NS on the monotonic clock, not the page
+ * clock, which tests move): the holder could be this very thread. A signal
+ * handler that interrupted its own thread's release pass cannot get here
+ * today (reentry.c refuses an allocation whose thread is inside the page
+ * layer, before any lock), but nothing may hang if that ever changes; and
+ * the holder may be another thread that was stopped or killed inside the
+ * allocator, or one descheduled on a loaded machine: then growing, as
+ * before, is the right answer. No lock is held while waiting (the zone lock
+ * is taken only to look), so the lock order of page.h is unchanged, and
+ * z->growing, raised by the caller, keeps unmap.c off z meanwhile.
+ */
+static struct pc_page *take_after_release(struct pc_zone *z, unsigned cpu,
+					  const struct page_req *rq)
+{
+	if (!zone_work_in_flight(z))
+		return NULL;
+	uint64_t start = os_now_ns();
+	for (;;) {
+		pc_page_test_point(PC_PAGE_TEST_GROW_WAIT);
+		os_yield();
+		bool held = zone_work_in_flight(z);
+		struct pc_page *pg = zone_take(z, cpu, rq);
+		if (pg || !held || os_now_ns() - start > GROW_WAIT_NS)
+			return pg;
+	}
+}
+
 /*
  * The preferred zone had no block. Order of preference:
  *  1. a sibling instance of the same node with plenty free (a quarter of a
  *     region): reuse its memory rather than map more, but do not drain a
  *     sibling dry, which would put this CPU on the sibling's lock for good;
- *  2. grow the preferred zone (a new region, bound to its node);
- *  3. when the OS refuses: any zone of the node, then of other nodes, then
+ *  2. the preferred zone again, once a release batch in flight there is back
+ *     (take_after_release);
+ *  3. grow the preferred zone (a new region, bound to its node);
+ *  4. when the OS refuses: any zone of the node, then of other nodes, then
  *     every pcp drained.
  */
 static struct pc_page *alloc_slow_steps(struct pc_zone *pref, unsigned cpu,
@@ -146,6 +201,9 @@ static struct pc_page *alloc_slow_steps(struct pc_zone *pref, unsigned cpu,
 	struct pc_page *pg;
 	for (int attempt = 0; attempt < 4; attempt++) {
 		pg = take_elsewhere(pref, pref->node, true, PC_REGION_PAGES / 4, cpu, rq);
+		if (pg)
+			return pg;
+		pg = take_after_release(pref, cpu, rq);
 		if (pg)
 			return pg;
 		if (!zone_grow(pref))
