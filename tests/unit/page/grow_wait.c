@@ -8,18 +8,24 @@
  * zone empty and grew it by a whole 64 MiB region, which stayed free once
  * the batch was back (tests/unit/malloc/medium_idle.c, 8 of 240 loaded
  * runs). The interleaving is forced by the page layer's test hook, no
- * timing:
- *   - the zone of CPU 0 is filled with blocks of order PC_MAX_ORDER until
- *     it has none left; NFREE of them are freed and kept dirty (a 1 GiB
- *     watermark, an hour's delay): the zone's only blocks of that order;
- *   - a trim runs a release pass; at its batch (PC_PAGE_TEST_RELEASE_TAKEN,
- *     the NFREE blocks held, the zone's dirty hint 0) another thread, also
- *     on CPU 0, allocates a block of that order. The hook waits until that
- *     thread waits for the batch (PC_PAGE_TEST_GROW_WAIT: it is then held
- *     there until the trim has returned), has grown the zone (regions_mapped
- *     moved) or has finished, then lets the pass go on.
- * With the wait: no region mapped, and the allocation got a block. Without
- * it: the other thread grows the zone while the pass holds the batch.
+ * timing. CPU 0's zone is filled with blocks of order PC_MAX_ORDER until it
+ * has none left (an hour's delay, a 1 GiB watermark: frees stay dirty);
+ *  (a) blocks_held: NFREE of the blocks freed, the zone's only ones of that
+ *      order; a trim's pass holds them in one batch; the other thread asks
+ *      for a block of that order;
+ *  (b) runs_held: before the fill, a chunk cut into runs of RUN_PAGES
+ *      (above the per-CPU lists' longest), one freed: the run heap's only
+ *      free run; the clock moved past the delay, a timed pass
+ *      (pc_page_release_due) holds it in run.c's batch; the other thread
+ *      asks for a run of RUN_PAGES.
+ * At the batch (PC_PAGE_TEST_RELEASE_TAKEN, the zone's dirty hint for
+ * blocks, or runs, 0) the other thread, also on CPU 0, allocates; the hook
+ * waits until that thread waits for the batch (PC_PAGE_TEST_GROW_WAIT: it
+ * is then held there until the pass has returned), has grown the zone
+ * (regions_mapped moved) or has finished, then lets the pass go on.
+ * With the wait: no region mapped, and the allocation served. Without it:
+ * the other thread grows the zone while the pass holds the batch (both
+ * cases fail so).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -35,7 +41,10 @@
 #define MAX_BLOCKS 64 /* 256 MiB: more than a fresh zone holds */
 #define NFREE 8
 
+#define RUN_PAGES 256 /* off the per-CPU lists: the zone's run heap */
+
 static struct pc_zone *zone;
+static bool want_run; /* (b): the other thread asks for a run of RUN_PAGES */
 static char *blocks[MAX_BLOCKS];
 static size_t nblocks;
 
@@ -60,7 +69,7 @@ static void *alloc_one(void *arg)
 {
 	(void)arg;
 	REQUIRE(pin_cpu(0)); /* the same preferred zone as the pass's */
-	got = pc_alloc_pages(PC_MAX_ORDER);
+	got = want_run ? pc_alloc_run(RUN_PAGES) : pc_alloc_pages(PC_MAX_ORDER);
 	pc_store_release(&alloc_done, 1);
 	return NULL;
 }
@@ -86,8 +95,9 @@ static void hook(enum pc_page_test_point at)
 	}
 	if (at != PC_PAGE_TEST_RELEASE_TAKEN)
 		return;
-	/* Our zone's batch: every block of it held, nothing dirty left. */
-	if (pc_load_relaxed(&zone->dirty_hint) != 0 || pc_load_relaxed(&hook_fired))
+	/* Our zone's batch: every block (run) of it held, nothing dirty left. */
+	_Atomic size_t *dirty = want_run ? &zone->run_dirty_hint : &zone->dirty_hint;
+	if (pc_load_relaxed(dirty) != 0 || pc_load_relaxed(&hook_fired))
 		return;
 	pc_store_relaxed(&hook_fired, 1);
 	REQUIRE(pthread_create(&other, NULL, alloc_one, NULL) == 0);
@@ -95,14 +105,25 @@ static void hook(enum pc_page_test_point at)
 		sched_yield();
 }
 
-TEST(no_region_while_batch_held)
+static void setup(void)
 {
 	REQUIRE(pin_cpu(0));
 	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600000);     /* nothing due by age */
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 1 << 20); /* frees keep everything dirty */
 	pc_page_trim();
-	/* Fill CPU 0's zone: every block of the top order it has. */
+	pc_store_relaxed(&hook_fired, 0);
+	pc_store_relaxed(&waiting, 0);
+	pc_store_relaxed(&pass_over, 0);
+	pc_store_relaxed(&alloc_done, 0);
+	got = NULL;
+	nblocks = 0;
+}
+
+/* Take every block of the top order CPU 0's zone has (zone set by the
+ * first). */
+static void fill_zone(void)
+{
 	blocks[nblocks] = pc_alloc_pages(PC_MAX_ORDER);
 	REQUIRE(blocks[nblocks] != NULL);
 	zone = zone_of(blocks[nblocks++]);
@@ -112,21 +133,19 @@ TEST(no_region_while_batch_held)
 		REQUIRE(blocks[nblocks] != NULL);
 		REQUIRE(zone_of(blocks[nblocks++]) == zone);
 	}
-	REQUIRE(nblocks > NFREE);
 	/* No sibling instance has a quarter region free (the slow path would
 	 * take from it first). */
 	for (unsigned i = 0; i < pc_zone_count(); i++)
 		if (pc_zone_get(i) != zone && pc_zone_get(i)->node == zone->node)
 			REQUIRE(pc_load_relaxed(&pc_zone_get(i)->free_hint) < PC_REGION_PAGES / 4);
-	for (size_t i = 0; i < NFREE; i++) {
-		memset(blocks[i], 0x5a, PC_PAGE_SIZE); /* resident, as a dirty block is */
-		pc_free_pages(blocks[i], PC_MAX_ORDER);
-	}
-	CHECK(pc_load_relaxed(&zone->dirty_hint) >= NFREE * BLOCK_PAGES);
-	mapped_before = pc_load_relaxed(&zone->stats.regions_mapped);
+}
 
+/* Run the pass with the hook set, then the verdict. */
+static void pass_and_check(void (*pass)(void), int held)
+{
+	mapped_before = pc_load_relaxed(&zone->stats.regions_mapped);
 	pc_store_relaxed(&pc_page_test_hook, hook);
-	pc_page_trim(); /* the pass: one batch of the NFREE blocks */
+	pass();
 	pc_store_release(&pass_over, 1);
 	REQUIRE(pc_load_relaxed(&hook_fired));
 	REQUIRE(pthread_join(other, NULL) == 0);
@@ -137,10 +156,35 @@ TEST(no_region_while_batch_held)
 	CHECK(pc_load_relaxed(&waiting) == 1); /* it waited for the batch */
 	CHECK(mapped == mapped_before);        /* and mapped nothing */
 	if (mapped != mapped_before)
-		fprintf(stderr, "  %llu region(s) mapped while the pass held %d free blocks\n",
-			(unsigned long long)(mapped - mapped_before), NFREE);
+		fprintf(stderr, "  %llu region(s) mapped while the pass held %d free %s\n",
+			(unsigned long long)(mapped - mapped_before), held, want_run ? "run(s)" : "blocks");
 	CHECK(got == NULL || zone_of(got) == zone);
 	CHECK(pc_page_check());
+}
+
+static void trim_pass(void)
+{
+	pc_page_trim();
+}
+
+static void due_pass(void)
+{
+	pc_page_release_due();
+}
+
+/* (a) a trim's batch of buddy blocks; the other thread wants a block. */
+TEST(no_region_while_blocks_held)
+{
+	setup();
+	want_run = false;
+	fill_zone();
+	REQUIRE(nblocks > NFREE);
+	for (size_t i = 0; i < NFREE; i++) {
+		memset(blocks[i], 0x5a, PC_PAGE_SIZE); /* resident, as a dirty block is */
+		pc_free_pages(blocks[i], PC_MAX_ORDER);
+	}
+	CHECK(pc_load_relaxed(&zone->dirty_hint) >= NFREE * BLOCK_PAGES);
+	pass_and_check(trim_pass, NFREE); /* one batch of the NFREE blocks */
 	if (got)
 		pc_free_pages(got, PC_MAX_ORDER);
 	for (size_t i = NFREE; i < nblocks; i++)
@@ -148,9 +192,44 @@ TEST(no_region_while_batch_held)
 	pc_page_trim();
 }
 
+/* (b) a timed pass's batch of free runs (run.c, inside a chunk still partly
+ * used); the other thread wants a run that only the held one can serve:
+ * a chunk cut into runs of RUN_PAGES, one freed (dirty), every top-order
+ * block of the zone taken, the clock moved past the delay. */
+TEST(no_region_while_runs_held)
+{
+	enum { NRUNS = BLOCK_PAGES / RUN_PAGES };
+	void *runs[NRUNS];
+	setup();
+	want_run = true;
+	for (size_t i = 0; i < NRUNS; i++) {
+		runs[i] = pc_alloc_run(RUN_PAGES);
+		REQUIRE(runs[i] != NULL);
+		memset(runs[i], 0x5a, PC_PAGE_SIZE);
+	}
+	fill_zone();
+	REQUIRE(zone_of(runs[0]) == zone);
+	pc_free_run(runs[0], RUN_PAGES);
+	pc_lock_acquire(&zone->lock);
+	size_t run_free = zone->run_free_pages, run_dirty = zone->run_dirty_pages;
+	pc_lock_release(&zone->lock);
+	REQUIRE(run_free == RUN_PAGES); /* the only free run: the one freed */
+	REQUIRE(run_dirty == RUN_PAGES);
+	pc_page_clock_advance(2 * 3600000000000ull); /* the run is due */
+	pass_and_check(due_pass, 1);
+	if (got)
+		pc_free_run(got, RUN_PAGES);
+	for (size_t i = 1; i < NRUNS; i++)
+		pc_free_run(runs[i], RUN_PAGES);
+	for (size_t i = 0; i < nblocks; i++)
+		pc_free_pages(blocks[i], PC_MAX_ORDER);
+	pc_page_trim();
+}
+
 int main(void)
 {
 	pc_page_init();
-	RUN(no_region_while_batch_held);
+	RUN(no_region_while_blocks_held);
+	RUN(no_region_while_runs_held);
 	return test_report();
 }
