@@ -144,7 +144,12 @@ static bool zone_work_in_flight(struct pc_zone *z)
 	return held;
 }
 
-#define GROW_WAIT_NS 30000000u /* 30 ms */
+/* A batch of 32 resident 4 MiB blocks takes ms to madvise on an idle
+ * machine; with 8 copies of medium_idle's old burst at once on 2 cores
+ * (load average 15-21), 30 ms ran out in 3 runs of about 220 and 50 ms in
+ * 1 of 240 (the zone then grew, as before: docs/pages.md, "helper
+ * growwait"). */
+#define GROW_WAIT_NS 50000000u /* 50 ms */
 
 /*
  * Before growing z: a release pass may hold the very memory this request
