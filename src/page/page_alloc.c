@@ -169,22 +169,29 @@ static bool zone_work_in_flight(struct pc_zone *z)
  * layer, before any lock), but nothing may hang if that ever changes; and
  * the holder may be another thread that was stopped or killed inside the
  * allocator, or one descheduled on a loaded machine: then growing, as
- * before, is the right answer. No lock is held while waiting (the zone lock
- * is taken only to look), so the lock order of page.h is unchanged, and
- * z->growing, raised by the caller, keeps unmap.c off z meanwhile.
+ * before, is the right answer. The bound holds for the whole slow path
+ * (its up to 4 attempts share one start). No page lock is held while
+ * waiting (the zone lock is taken only to look), so the lock order of
+ * page.h is unchanged, and z->growing, raised by the caller, keeps unmap.c
+ * off z meanwhile; a caller's own locks stay held through it (the slab
+ * layer's c->lock in slab_alloc_slow: that CPU's other threads wait as
+ * they would for the mmap of a growth).
  */
 static struct pc_page *take_after_release(struct pc_zone *z, unsigned cpu,
-					  const struct page_req *rq)
+					  const struct page_req *rq, uint64_t *start)
 {
 	if (!zone_work_in_flight(z))
 		return NULL;
-	uint64_t start = os_now_ns();
+	if (!*start)
+		*start = os_now_ns(); /* one bound for the whole slow path */
 	for (;;) {
+		if (os_now_ns() - *start > GROW_WAIT_NS)
+			return NULL;
 		pc_page_test_point(PC_PAGE_TEST_GROW_WAIT);
 		os_yield();
 		bool held = zone_work_in_flight(z);
 		struct pc_page *pg = zone_take(z, cpu, rq);
-		if (pg || !held || os_now_ns() - start > GROW_WAIT_NS)
+		if (pg || !held)
 			return pg;
 	}
 }
@@ -204,11 +211,12 @@ static struct pc_page *alloc_slow_steps(struct pc_zone *pref, unsigned cpu,
 					const struct page_req *rq)
 {
 	struct pc_page *pg;
+	uint64_t wait_start = 0; /* take_after_release's, once it waits */
 	for (int attempt = 0; attempt < 4; attempt++) {
 		pg = take_elsewhere(pref, pref->node, true, PC_REGION_PAGES / 4, cpu, rq);
 		if (pg)
 			return pg;
-		pg = take_after_release(pref, cpu, rq);
+		pg = take_after_release(pref, cpu, rq, &wait_start);
 		if (pg)
 			return pg;
 		if (!zone_grow(pref))
@@ -549,5 +557,10 @@ void pc_page_postfork_child(void)
 			pc_store_relaxed(&z->pcp[c].refill_pages, 0);
 		}
 		pc_mutex_reinit(&z->grow_lock);
+		/* A thread of the parent counted in alloc_slow (waiting for a
+		 * release batch, say) does not exist here: left counted, it
+		 * would keep unmap.c off this zone for good (relaxed: one
+		 * thread runs). */
+		pc_store_relaxed(&z->growing, 0);
 	}
 }
