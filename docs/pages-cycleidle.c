@@ -6,9 +6,11 @@
  * 1 MiB, written and freed (a slow path), and the RSS once more. Built with
  * -fno-builtin so that GCC keeps the last malloc/free pair.
  *
- *   cc -O2 -fno-builtin -o /tmp/cycleidle docs/pages-cycleidle.c -lm
+ *   cc -O2 -fno-builtin -pthread -Ibench -o /tmp/cycleidle docs/pages-cycleidle.c -lm
  *   LD_PRELOAD=build/libpcmalloc.so /tmp/cycleidle 512 2 1500
  */
+#include "bench.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,13 +19,7 @@
 
 static long rss_mb(void)
 {
-	long size = 0, resident = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f && fscanf(f, "%ld %ld", &size, &resident) != 2)
-		resident = 0;
-	if (f)
-		fclose(f);
-	return resident * 4 / 1024;
+	return bench_rss_kb() / 1024;
 }
 
 static unsigned long long rng = 88172645463325252ull;

@@ -7,9 +7,11 @@
  * allocations and of the frees (getrusage), and the RSS at the round's peak
  * and after its frees (/proc/self/statm). Single-threaded.
  *
- *   cc -O2 -fno-builtin -o /tmp/rounds docs/pages-rounds.c
+ *   cc -O2 -fno-builtin -pthread -Ibench -o /tmp/rounds docs/pages-rounds.c
  *   LD_PRELOAD=build/libpcmalloc.so /tmp/rounds 4096,8192,16384,32768 4
  */
+#include "bench.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +27,7 @@ static long minor_faults(void)
 
 static long rss_mb(void)
 {
-	long size = 0, resident = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f && fscanf(f, "%ld %ld", &size, &resident) != 2)
-		resident = 0;
-	if (f)
-		fclose(f);
-	return resident * 4 / 1024;
+	return bench_rss_kb() / 1024;
 }
 
 int main(int argc, char **argv)
