@@ -30,6 +30,11 @@
  * where that thread does not exist, must count none (else unmap.c never
  * unmaps a region of the zone there; review of growwait, item 1: fails
  * without the reset in pc_page_postfork_child).
+ *  (c) wait_bounded: as (a), but the pass keeps its batch until the
+ *      allocation has returned (the hook waits for it): the wait must end
+ *      by its bound (page_alloc.c, GROW_WAIT_NS) and the zone grow, one
+ *      region, rather than the allocation wait for ever (a hang is this
+ *      case's failure, caught by ctest's timeout).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -49,6 +54,7 @@
 
 static struct pc_zone *zone;
 static bool want_run; /* (b): the other thread asks for a run of RUN_PAGES */
+static bool hold_pass; /* (c): the batch held until the allocation returned */
 static char *blocks[MAX_BLOCKS];
 static size_t nblocks;
 
@@ -93,7 +99,7 @@ static void hook(enum pc_page_test_point at)
 		 * pass has given its batch back, so that its next look and take
 		 * follow that, whatever the machine's load. */
 		pc_store_release(&waiting, 1);
-		while (!pc_load_acquire(&pass_over))
+		while (!hold_pass && !pc_load_acquire(&pass_over))
 			sched_yield();
 		return;
 	}
@@ -105,8 +111,8 @@ static void hook(enum pc_page_test_point at)
 		return;
 	pc_store_relaxed(&hook_fired, 1);
 	REQUIRE(pthread_create(&other, NULL, alloc_one, NULL) == 0);
-	while (!other_thread_there()) /* no bound: without it a hang is the verdict's stand-in */
-		sched_yield();
+	while (hold_pass ? !pc_load_acquire(&alloc_done) : !other_thread_there())
+		sched_yield(); /* no bound: a hang is the verdict's stand-in */
 }
 
 static void setup(void)
@@ -164,7 +170,7 @@ static void pass_and_check(void (*pass)(void), int held)
 	mapped_before = pc_load_relaxed(&zone->stats.regions_mapped);
 	pc_store_relaxed(&pc_page_test_hook, hook);
 	pass();
-	if (pc_load_acquire(&waiting)) { /* held in its wait until pass_over */
+	if (!hold_pass && pc_load_acquire(&waiting)) { /* held in its wait until pass_over */
 		CHECK(pc_load_relaxed(&zone->growing) > 0);
 		CHECK_EQ(growing_in_fork_child(), 0);
 	}
@@ -176,8 +182,9 @@ static void pass_and_check(void (*pass)(void), int held)
 	uint64_t mapped = pc_load_relaxed(&zone->stats.regions_mapped);
 	CHECK(got != NULL);
 	CHECK(pc_load_relaxed(&waiting) == 1); /* it waited for the batch */
-	CHECK(mapped == mapped_before);        /* and mapped nothing */
-	if (mapped != mapped_before)
+	/* and mapped nothing; (c): one region, once the wait ran out */
+	CHECK_EQ(mapped - mapped_before, (uint64_t)hold_pass);
+	if (!hold_pass && mapped != mapped_before)
 		fprintf(stderr, "  %llu region(s) mapped while the pass held %d free %s\n",
 			(unsigned long long)(mapped - mapped_before), held, want_run ? "run(s)" : "blocks");
 	CHECK(got == NULL || zone_of(got) == zone);
@@ -194,11 +201,13 @@ static void due_pass(void)
 	pc_page_release_due();
 }
 
-/* (a) a trim's batch of buddy blocks; the other thread wants a block. */
-TEST(no_region_while_blocks_held)
+/* (a) a trim's batch of buddy blocks; the other thread wants a block.
+ * (c) with hold set: the batch stays out until the allocation returns. */
+static void blocks_case(bool hold)
 {
 	setup();
 	want_run = false;
+	hold_pass = hold;
 	fill_zone();
 	REQUIRE(nblocks > NFREE);
 	for (size_t i = 0; i < NFREE; i++) {
@@ -214,6 +223,16 @@ TEST(no_region_while_blocks_held)
 	pc_page_trim();
 }
 
+TEST(no_region_while_blocks_held)
+{
+	blocks_case(false);
+}
+
+TEST(wait_bounded)
+{
+	blocks_case(true);
+}
+
 /* (b) a timed pass's batch of free runs (run.c, inside a chunk still partly
  * used); the other thread wants a run that only the held one can serve:
  * a chunk cut into runs of RUN_PAGES, one freed (dirty), every top-order
@@ -224,6 +243,7 @@ TEST(no_region_while_runs_held)
 	void *runs[NRUNS];
 	setup();
 	want_run = true;
+	hold_pass = false;
 	for (size_t i = 0; i < NRUNS; i++) {
 		runs[i] = pc_alloc_run(RUN_PAGES);
 		REQUIRE(runs[i] != NULL);
@@ -253,5 +273,6 @@ int main(void)
 	pc_page_init();
 	RUN(no_region_while_blocks_held);
 	RUN(no_region_while_runs_held);
+	RUN(wait_bounded);
 	return test_report();
 }
