@@ -46,6 +46,16 @@ static inline bool pin_cpu(unsigned cpu)
 	return os_cpu_current() == cpu;
 }
 
+/* Pin to CPU 0, or say on stderr that the caller skips (a cpuset without
+ * CPU 0) and return false: `if (!pin_cpu0_or_skip()) return ...;`. */
+static inline bool pin_cpu0_or_skip(void)
+{
+	if (pin_cpu(0))
+		return true;
+	fprintf(stderr, "cannot pin to CPU 0: skipped\n");
+	return false;
+}
+
 /* Set option o to v at run time; it must be accepted. */
 static inline void set_opt(enum pc_option o, long v)
 {

@@ -170,10 +170,8 @@ int main(void)
 		fprintf(stderr, "no per-CPU medium cache (thread mode): skipped\n");
 		return 0;
 	}
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0: skipped\n");
+	if (!pin_cpu0_or_skip())
 		return 0;
-	}
 	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
 	set_opt(PC_OPT_STATS_ENABLE, 1);
 	zone = pc_zone_preferred(0);

@@ -358,10 +358,8 @@ int main(void)
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH_SCALE_MAX, 3, true) == 0);
 	REQUIRE(pc_option_set(PC_OPT_STATS_ENABLE, 1, true) == 0);
 	pc_page_init();
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0: skipped\n");
+	if (!pin_cpu0_or_skip())
 		return test_report();
-	}
 	zone = pc_zone_preferred(0);
 	pcp = &zone->pcp[0];
 	RUN(refill_scaling_fresh_zone);

@@ -105,10 +105,8 @@ TEST(bound_pass_keeps_high)
 
 int main(void)
 {
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0: skipped\n");
+	if (!pin_cpu0_or_skip())
 		return 0;
-	}
 	pc_page_init();
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600000);
 	pc_page_release_due(); /* plans the next pass a quarter hour away */

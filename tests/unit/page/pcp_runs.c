@@ -177,10 +177,8 @@ TEST(refused_reentered)
 
 int main(void)
 {
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0: skipped\n");
+	if (!pin_cpu0_or_skip())
 		return 0;
-	}
 	pc_page_init();
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600000);
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 4L << 20);

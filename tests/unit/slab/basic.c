@@ -246,10 +246,8 @@ static void small_ctor(void *p)
 
 TEST(constructor)
 {
-	if (!pin_cpu(0)) { /* exact slab usage needs one CPU slab */
-		fprintf(stderr, "cannot pin to CPU 0; skipped\n");
+	if (!pin_cpu0_or_skip()) /* exact slab usage needs one CPU slab */
 		return;
-	}
 	/* Keep every empty slab, so reused objects come from the slabs that
 	 * were constructed once. */
 	set_opt(PC_OPT_SLUB_MIN_PARTIAL, 64);
@@ -482,10 +480,8 @@ TEST(order_calculation)
 /* ---- shrink ------------------------------------------------------------------------------ */
 TEST(shrink_returns_pages)
 {
-	if (!pin_cpu(0)) { /* exact slab usage needs one CPU slab */
-		fprintf(stderr, "cannot pin to CPU 0; skipped\n");
+	if (!pin_cpu0_or_skip()) /* exact slab usage needs one CPU slab */
 		return;
-	}
 	struct pc_cache *s = pc_cache_create("shrink", 256, 0, NULL);
 	REQUIRE(s);
 	size_t n = 40000; /* 10 MiB */
@@ -524,10 +520,8 @@ TEST(shrink_returns_pages)
 /* Empty slabs beyond min_partial go back while freeing (no shrink). */
 TEST(empty_slabs_beyond_min_partial)
 {
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0; skipped\n");
+	if (!pin_cpu0_or_skip())
 		return;
-	}
 	set_opt(PC_OPT_SLUB_MIN_PARTIAL, 2);
 	set_opt(PC_OPT_SLUB_MAX_PARTIAL, 2);
 	struct pc_cache *s = pc_cache_create("minpartial", 512, 0, NULL);
@@ -660,10 +654,8 @@ TEST(destroy_keeps_lock_registry_sane)
 /* ---- statistics ---------------------------------------------------------------------------- */
 TEST(stats_fast_paths)
 {
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0; skipped\n");
+	if (!pin_cpu0_or_skip())
 		return;
-	}
 	set_opt(PC_OPT_STATS_ENABLE, 1);
 	struct pc_cache *s = pc_cache_create("stats-fast", 64, 0, NULL);
 	REQUIRE(s);
@@ -764,10 +756,8 @@ static void free_three(struct three *t)
 
 TEST(stats_slow_paths_cpu_partial)
 {
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0; skipped\n");
+	if (!pin_cpu0_or_skip())
 		return;
-	}
 	set_opt(PC_OPT_STATS_ENABLE, 1);
 	set_opt(PC_OPT_SLUB_CPU_PARTIAL, 30);
 	struct three t;
@@ -868,10 +858,8 @@ TEST(stats_slow_paths_cpu_partial)
 
 TEST(stats_slow_paths_node_partial)
 {
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0; skipped\n");
+	if (!pin_cpu0_or_skip())
 		return;
-	}
 	set_opt(PC_OPT_STATS_ENABLE, 1);
 	set_opt(PC_OPT_SLUB_CPU_PARTIAL, 0);
 	struct three t;
@@ -948,10 +936,8 @@ TEST(stats_slow_paths_node_partial)
  * go frozen onto the CPU partial list until it holds cpu_partial / 2. */
 TEST(get_partial_fills_cpu_partial)
 {
-	if (!pin_cpu(0)) {
-		fprintf(stderr, "cannot pin to CPU 0; skipped\n");
+	if (!pin_cpu0_or_skip())
 		return;
-	}
 	set_opt(PC_OPT_SLUB_CPU_PARTIAL, 0);
 	struct pc_cache *s = pc_cache_create("get-partial", 256, 0, NULL);
 	REQUIRE(s);
