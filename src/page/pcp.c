@@ -302,6 +302,19 @@ static void refill_put_back(struct pc_zone *z, struct pcp_refill *r)
 	pc_lock_release(&z->lock);
 }
 
+/* The first n entries (fewer if it holds fewer) of a batch taken from the
+ * zone to the caller: off the batch, heads PC_PG_ALLOC. Returns how many. */
+static unsigned batch_hand_out(struct pc_list *batch, struct pc_page **out, unsigned n)
+{
+	unsigned i = 0;
+	for (; i < n && !pc_list_empty(batch); i++) {
+		out[i] = pc_list_first(batch, struct pc_page, list);
+		pc_list_del(&out[i]->list);
+		pc_pg_set_state(out[i], PC_PG_ALLOC);
+	}
+	return i;
+}
+
 /*
  * A refill, part 2, called with no lock held after pcp_refill_plan: the
  * batch from the zone under one zone-lock hold, the first entry for the
@@ -321,13 +334,8 @@ static unsigned pcp_refill_many(struct pc_zone *z, struct pc_pcp *pcp, struct pc
 	r->t0 = pc_stats_clock();
 	refill_take(z, r);
 	pc_page_test_point(PC_PAGE_TEST_REFILL_TAKEN);
-	unsigned n = 0;
 	r->landed = false;
-	for (; n < (unsigned)r->mine && !pc_list_empty(&r->batch); n++) {
-		mine[n] = pc_list_first(&r->batch, struct pc_page, list);
-		pc_list_del(&mine[n]->list);
-		pc_pg_set_state(mine[n], PC_PG_ALLOC);
-	}
+	unsigned n = batch_hand_out(&r->batch, mine, (unsigned)r->mine);
 	if (n > 0) {
 		if (pc_spin_stat_trylock(&pcp->lock)) {
 			refill_land_locked(z, pcp, r);
@@ -400,11 +408,7 @@ static unsigned pcp_take_runs(struct pc_zone *z, unsigned cpu, unsigned run, str
 	got = zone_run_alloc_many_locked(z, run, n, &batch);
 	zone_publish_hints_locked(z);
 	pc_lock_release(&z->lock);
-	for (unsigned i = 0; i < got; i++) {
-		out[i] = pc_list_first(&batch, struct pc_page, list);
-		pc_list_del(&out[i]->list);
-		pc_pg_set_state(out[i], PC_PG_ALLOC);
-	}
+	got = batch_hand_out(&batch, out, got);
 	if (page_stats_on())
 		pc_add_relaxed(&z->stats.pcp_busy, got);
 	if (got)
