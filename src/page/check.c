@@ -163,10 +163,12 @@ static bool check_zone(struct pc_zone *z)
 {
 	size_t listed = 0, pcp_blocks = 0, runs = 0;
 	bool ok = true;
-	/* A release pass's blocks count in release_held from their take to
-	 * their free back, both in one in_flight window (release.c). */
-	PC_PAGE_CHECK(z->in_flight > 0 || z->release_held == 0,
-		      "zone %u: %zu pages held by a release pass, none in flight", z->id, z->release_held);
+	/* A release pass's blocks (runs) count in release_held
+	 * (run_release_held) from their take to their free back, both in one
+	 * in_flight window (release.c, run.c). */
+	PC_PAGE_CHECK(z->in_flight > 0 || (z->release_held == 0 && z->run_release_held == 0),
+		      "zone %u: %zu + %zu pages held by a release pass, none in flight", z->id,
+		      z->release_held, z->run_release_held);
 	for (unsigned c = 0; ok && c < os_cpu_count(); c++)
 		ok = check_pcp(z, &z->pcp[c], &pcp_blocks);
 	ok = ok && check_free_areas(z, &listed);

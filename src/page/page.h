@@ -91,11 +91,13 @@
  * free (a quarter region), else grows its own instance with a new region
  * (bound to the node), and only when the OS refuses takes any free memory of
  * its node, then of other nodes, then drains every per-CPU list. Before it
- * grows, a slow path that finds work of its zone in flight (zone->in_flight:
- * a release pass's batch of free blocks or free runs being madvised, on no
- * list meanwhile) waits for it to come back, a few tens of ms at most, and
- * takes again (page_alloc.c, take_after_release): the zone has that memory,
- * and a region mapped for want of it stayed wholly free (issue 9).
+ * grows, a slow path that finds its zone's release batches holding enough
+ * pages for the request (zone->release_held, run_release_held: free blocks
+ * or free runs being madvised, on no list meanwhile) waits for them to come
+ * back, 50 ms at most for the whole slow path, and takes again (page_alloc.c,
+ * take_after_release): the zone has that memory, and a region mapped for
+ * want of it stayed wholly free (issue 9). Callers may hold locks of the
+ * layers above through the wait; the bound also keeps their hold short.
  *
  * Lock order (outermost first):  zone->grow_lock -> pcp->lock -> zone->lock
  * (the slab layer's list_lock sits before pcp->lock; grow_lock is never taken
@@ -177,7 +179,7 @@
  *     unmapping is counted in zone->in_flight; the pages of a release
  *     pass's buddy blocks also in zone->release_held (0 when no pass holds
  *     any), which the peak of use and the release bound do not count as
- *     use; a fork child has none; a bit of pcp->used is set iff its list is
+ *     use, those of its free runs in zone->run_release_held (likewise); a fork child has none; a bit of pcp->used is set iff its list is
  *     not empty; every head on them has state PC_PG_PCP, aux
  *     = its length and order = floor(log2(length)) (so the lock-free double-
  *     free check, which trusts a free head's order, never claims a page
@@ -434,14 +436,16 @@ struct pc_zone {
 	_Atomic uint32_t growing;    /* threads in alloc_slow: no unmapping (unmap.c) */
 	/* Under lock: work on this zone's memory between two holds of its lock,
 	 * with it dropped: release batches being madvised (release.c), regions
-	 * being unmapped (unmap.c). Fork waits for 0 (pc_page_prefork); an
-	 * allocation's slow path waits for it to fall, boundedly, before it
-	 * grows the zone (page_alloc.c, take_after_release). */
+	 * being unmapped (unmap.c). Fork waits for 0 (pc_page_prefork). */
 	unsigned in_flight;
 	/* Under lock: pages a release pass has taken off the free lists and not
 	 * yet freed back (release.c). Off the lists, so outside free_pages, but
 	 * no use: the peak of use and the bound leave them out. */
 	size_t release_held;
+	/* Under lock: pages of the free runs a release pass has taken off the
+	 * run heap and not yet freed back (run.c). With release_held, what an
+	 * allocation's slow path may wait for (page_alloc.c). */
+	size_t run_release_held;
 	size_t managed_pages;  /* under lock: pages in all regions */
 	/* Under lock: the chunks of the newest region not yet on the free lists
 	 * (buddy.c, "seeding"): its last seed_pages pages, FRESH, counted in

@@ -133,17 +133,6 @@ static struct pc_page *take_after_drain(const struct page_req *rq)
 	return NULL;
 }
 
-/* Whether work of z is in flight with its lock dropped (z->in_flight: a
- * release pass's batch of buddy blocks, release.c, or of free runs, run.c;
- * an unmapping, unmap.c, the rare case where waiting gains nothing). */
-static bool zone_work_in_flight(struct pc_zone *z)
-{
-	pc_lock_acquire(&z->lock);
-	bool held = z->in_flight != 0;
-	pc_lock_release(&z->lock);
-	return held;
-}
-
 /* A batch of 32 resident 4 MiB blocks takes ms to madvise on an idle
  * machine; with 8 copies of medium_idle's old burst at once on 2 cores
  * (load average 15-21), 30 ms ran out in 3 runs of about 220 and 50 ms in
@@ -152,15 +141,41 @@ static bool zone_work_in_flight(struct pc_zone *z)
 #define GROW_WAIT_NS 50000000u /* 50 ms */
 
 /*
+ * Under z->lock: whether release batches of z hold enough pages off its
+ * lists to serve rq once back (z->release_held: a pass's buddy blocks,
+ * release.c; z->run_release_held: its free runs, run.c). Either kind can
+ * serve either request (held blocks give the run heap a chunk; held runs
+ * can complete a chunk, which goes back as a top-order block), so their
+ * sum is compared with what the request needs (a run with an alignment,
+ * as zone_run_alloc_locked, its worst placement). Not waited for: an
+ * unmapping (unmap.c: a wholly free region going away, which no request
+ * gets back), a batch too small for the request (a pass over small blocks
+ * while a 4 MiB block is asked for), and pcp batches (pcp.c: between a pcp
+ * and the zone for one wait on this lock, no system call in between, and
+ * of blocks of orders <= PC_PCP_MAX_ORDER). Held pieces that would merge
+ * with free neighbours into enough are not counted: such a request grows
+ * the zone, as it did before the wait.
+ */
+static bool zone_held_serves_locked(const struct pc_zone *z, const struct page_req *rq)
+{
+	size_t need = rq->pages ? PC_MIN(rq->pages + rq->align_pages - 1, PC_RUN_MAX_PAGES)
+				: req_pages(rq);
+	return z->release_held + z->run_release_held >= need;
+}
+
+/*
  * Before growing z: a release pass may hold the very memory this request
  * needs, off every list while its batch (up to 32 blocks of 4 MiB, or 32
  * free runs) is madvised. Growing then maps a whole 64 MiB region that stays
  * free once the batch is back (issue 9: tests/unit/malloc/medium_idle.c, 8
- * of 240 loaded runs). So wait, yielding, until nothing of z is in flight,
- * and take again; a pass that takes batch after batch is waited for as
- * long as its batches keep coming, up to the bound. The take after each
- * look sees whatever came back before the look; a look that finds nothing
- * in flight ends the wait.
+ * of 240 loaded runs). So take from z, and while that finds nothing and the
+ * batches in flight hold enough pages for the request
+ * (zone_held_serves_locked), yield and take again; a pass that takes batch
+ * after batch is waited for as long as its batches keep coming, up to the
+ * bound. Each turn is one hold of the zone lock (the take, then the look
+ * at what is held, with nothing freed in between), the lock the pass
+ * needs to give its batch back; the take goes to the zone, not through a
+ * pcp, as a busy pcp's does.
  *
  * The wait is bounded (GROW_WAIT_NS on the monotonic clock, not the page
  * clock, which tests move): the holder could be this very thread. A signal
@@ -171,28 +186,31 @@ static bool zone_work_in_flight(struct pc_zone *z)
  * allocator, or one descheduled on a loaded machine: then growing, as
  * before, is the right answer. The bound holds for the whole slow path
  * (its up to 4 attempts share one start). No page lock is held while
- * waiting (the zone lock is taken only to look), so the lock order of
- * page.h is unchanged, and z->growing, raised by the caller, keeps unmap.c
- * off z meanwhile; a caller's own locks stay held through it (the slab
- * layer's c->lock in slab_alloc_slow: that CPU's other threads wait as
- * they would for the mmap of a growth).
+ * waiting, so the lock order of page.h is unchanged, and z->growing,
+ * raised by the caller, keeps unmap.c off z meanwhile; a caller's own
+ * locks stay held through it (the slab layer's c->lock in slab_alloc_slow:
+ * that CPU's other threads wait as they would for the mmap of a growth).
  */
-static struct pc_page *take_after_release(struct pc_zone *z, unsigned cpu,
-					  const struct page_req *rq, uint64_t *start)
+static struct pc_page *take_after_release(struct pc_zone *z, const struct page_req *rq,
+					  uint64_t *start)
 {
-	if (!zone_work_in_flight(z))
-		return NULL;
-	if (!*start)
-		*start = os_now_ns(); /* one bound for the whole slow path */
 	for (;;) {
-		if (os_now_ns() - *start > GROW_WAIT_NS)
+		pc_lock_acquire(&z->lock);
+		pc_page_test_point(PC_PAGE_TEST_ZONE_LOCKED);
+		struct pc_page *pg = zone_alloc_req_locked(z, rq);
+		bool wait = !pg && zone_held_serves_locked(z, rq);
+		if (pg)
+			zone_publish_hints_locked(z);
+		pc_lock_release(&z->lock);
+		if (!wait)
+			return pg;
+		uint64_t now = os_now_ns();
+		if (!*start)
+			*start = now; /* one bound for the whole slow path */
+		else if (now - *start > GROW_WAIT_NS)
 			return NULL;
 		pc_page_test_point(PC_PAGE_TEST_GROW_WAIT);
 		os_yield();
-		bool held = zone_work_in_flight(z);
-		struct pc_page *pg = zone_take(z, cpu, rq);
-		if (pg || !held)
-			return pg;
 	}
 }
 
@@ -216,7 +234,7 @@ static struct pc_page *alloc_slow_steps(struct pc_zone *pref, unsigned cpu,
 		pg = take_elsewhere(pref, pref->node, true, PC_REGION_PAGES / 4, cpu, rq);
 		if (pg)
 			return pg;
-		pg = take_after_release(pref, cpu, rq, &wait_start);
+		pg = take_after_release(pref, rq, &wait_start);
 		if (pg)
 			return pg;
 		if (!zone_grow(pref))

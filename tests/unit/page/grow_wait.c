@@ -35,6 +35,11 @@
  *      by its bound (page_alloc.c, GROW_WAIT_NS) and the zone grow, one
  *      region, rather than the allocation wait for ever (a hang is this
  *      case's failure, caught by ctest's timeout).
+ *  (d) no_wait_when_held_too_small: as (b), but the other thread asks for a
+ *      block of the top order, 4 times the run the batch holds: that batch
+ *      cannot serve it, so the allocation must grow the zone (one region)
+ *      without waiting (the hook at PC_PAGE_TEST_GROW_WAIT never runs;
+ *      review of growwait, item 3: it waited for any work in flight).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -53,7 +58,9 @@
 #define RUN_PAGES 256 /* off the per-CPU lists: the zone's run heap */
 
 static struct pc_zone *zone;
-static bool want_run; /* (b): the other thread asks for a run of RUN_PAGES */
+static bool pass_runs; /* (b), (d): the pass holds a run, not blocks */
+static bool want_run;  /* (b): the other thread asks for a run of RUN_PAGES */
+static bool expect_wait; /* (a)-(c): the allocation waits for the batch */
 static bool hold_pass; /* (c): the batch held until the allocation returned */
 static char *blocks[MAX_BLOCKS];
 static size_t nblocks;
@@ -106,7 +113,7 @@ static void hook(enum pc_page_test_point at)
 	if (at != PC_PAGE_TEST_RELEASE_TAKEN)
 		return;
 	/* Our zone's batch: every block (run) of it held, nothing dirty left. */
-	_Atomic size_t *dirty = want_run ? &zone->run_dirty_hint : &zone->dirty_hint;
+	_Atomic size_t *dirty = pass_runs ? &zone->run_dirty_hint : &zone->dirty_hint;
 	if (pc_load_relaxed(dirty) != 0 || pc_load_relaxed(&hook_fired))
 		return;
 	pc_store_relaxed(&hook_fired, 1);
@@ -181,12 +188,15 @@ static void pass_and_check(void (*pass)(void), int held)
 
 	uint64_t mapped = pc_load_relaxed(&zone->stats.regions_mapped);
 	CHECK(got != NULL);
-	CHECK(pc_load_relaxed(&waiting) == 1); /* it waited for the batch */
-	/* and mapped nothing; (c): one region, once the wait ran out */
-	CHECK_EQ(mapped - mapped_before, (uint64_t)hold_pass);
-	if (!hold_pass && mapped != mapped_before)
+	/* (a)-(c): it waited for the batch; (d): it did not */
+	CHECK_EQ(pc_load_relaxed(&waiting), (int)expect_wait);
+	/* and mapped nothing; (c): one region, once the wait ran out; (d): one,
+	 * at once */
+	uint64_t grew = hold_pass || !expect_wait;
+	CHECK_EQ(mapped - mapped_before, grew);
+	if (mapped - mapped_before != grew)
 		fprintf(stderr, "  %llu region(s) mapped while the pass held %d free %s\n",
-			(unsigned long long)(mapped - mapped_before), held, want_run ? "run(s)" : "blocks");
+			(unsigned long long)(mapped - mapped_before), held, pass_runs ? "run(s)" : "blocks");
 	CHECK(got == NULL || zone_of(got) == zone);
 	CHECK(pc_page_check());
 }
@@ -206,8 +216,9 @@ static void due_pass(void)
 static void blocks_case(bool hold)
 {
 	setup();
-	want_run = false;
+	pass_runs = want_run = false;
 	hold_pass = hold;
+	expect_wait = true;
 	fill_zone();
 	REQUIRE(nblocks > NFREE);
 	for (size_t i = 0; i < NFREE; i++) {
@@ -236,14 +247,18 @@ TEST(wait_bounded)
 /* (b) a timed pass's batch of free runs (run.c, inside a chunk still partly
  * used); the other thread wants a run that only the held one can serve:
  * a chunk cut into runs of RUN_PAGES, one freed (dirty), every top-order
- * block of the zone taken, the clock moved past the delay. */
-TEST(no_region_while_runs_held)
+ * block of the zone taken, the clock moved past the delay.
+ * (d) with block set: it wants a top-order block, which the held run
+ * cannot give (its chunk stays partly used). */
+static void runs_case(bool block)
 {
 	enum { NRUNS = BLOCK_PAGES / RUN_PAGES };
 	void *runs[NRUNS];
 	setup();
-	want_run = true;
+	pass_runs = true;
+	want_run = !block;
 	hold_pass = false;
+	expect_wait = !block;
 	for (size_t i = 0; i < NRUNS; i++) {
 		runs[i] = pc_alloc_run(RUN_PAGES);
 		REQUIRE(runs[i] != NULL);
@@ -259,7 +274,9 @@ TEST(no_region_while_runs_held)
 	REQUIRE(run_dirty == RUN_PAGES);
 	pc_page_clock_advance(2 * 3600000000000ull); /* the run is due */
 	pass_and_check(due_pass, 1);
-	if (got)
+	if (got && block)
+		pc_free_pages(got, PC_MAX_ORDER);
+	else if (got)
 		pc_free_run(got, RUN_PAGES);
 	for (size_t i = 1; i < NRUNS; i++)
 		pc_free_run(runs[i], RUN_PAGES);
@@ -268,11 +285,22 @@ TEST(no_region_while_runs_held)
 	pc_page_trim();
 }
 
+TEST(no_region_while_runs_held)
+{
+	runs_case(false);
+}
+
+TEST(no_wait_when_held_too_small)
+{
+	runs_case(true);
+}
+
 int main(void)
 {
 	pc_page_init();
 	RUN(no_region_while_blocks_held);
 	RUN(no_region_while_runs_held);
 	RUN(wait_bounded);
+	RUN(no_wait_when_held_too_small);
 	return test_report();
 }
