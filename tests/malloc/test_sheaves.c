@@ -14,7 +14,11 @@
  *    them signals without pause; the handler allocates, checks and frees
  *    (forcing: every migration and most signals land inside or next to a
  *    critical section, since the workers do nothing else; an rseq abort or
- *    the busy marker of the fallback is then what keeps the sheaf whole);
+ *    the busy marker of the fallback is then what keeps the sheaf whole).
+ *    A worker that is done waits until its handler has run at least once,
+ *    and main signals until every worker is done, so that each thread's
+ *    handler certainly runs (before, a main thread preempted while the
+ *    workers ran their 400 rounds sent its signals to finished threads);
  *  - fork_during_allocation: the main thread forks while workers allocate;
  *    the child allocates, checks, frees and trims (a remote flush there);
  *  - thread_churn: 400 short threads, each leaving blocks for the next;
@@ -103,6 +107,11 @@ TEST(many_threads)
 }
 
 /* ---- migration and signals ------------------------------------------------- */
+/* Handler runs in this thread (static TLS of the executable: safe in a
+ * handler). */
+static _Thread_local volatile sig_atomic_t handled_here;
+static atomic_int workers_done;
+
 static void handler(int sig)
 {
 	(void)sig;
@@ -113,6 +122,7 @@ static void handler(int sig)
 		atomic_fetch_sub(&nulls, 1); /* allowed here: not counted */
 	obj_free(p);
 	atomic_fetch_add(&handler_runs, 1);
+	handled_here = 1;
 	errno = saved;
 }
 
@@ -127,6 +137,9 @@ static void *migrating(void *arg)
 		sched_setaffinity(0, sizeof(set), &set); /* may be refused: fine */
 		churn(&rng, 50);
 	}
+	while (!handled_here) /* main signals until every worker is done */
+		sched_yield();
+	atomic_fetch_add(&workers_done, 1);
 	return NULL;
 }
 
@@ -139,9 +152,12 @@ TEST(migration_and_signals)
 	REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0);
 	enum { N = 6 };
 	pthread_t t[N];
+	atomic_store(&workers_done, 0);
 	for (int i = 0; i < N; i++)
 		REQUIRE(pthread_create(&t[i], NULL, migrating, (void *)(uintptr_t)(i + 1)) == 0);
-	for (int k = 0; k < 20000; k++)
+	long sent = 0;
+	/* At least 20000 signals, and on until every worker's handler ran. */
+	for (int k = 0; k < 20000 || atomic_load(&workers_done) < N; k++, sent++)
 		pthread_kill(t[k % N], SIGUSR1); /* a dead thread's id is never reused before join */
 	for (int i = 0; i < N; i++)
 		pthread_join(t[i], NULL);
@@ -149,7 +165,9 @@ TEST(migration_and_signals)
 	drain_shared();
 	CHECK_EQ(atomic_load(&damaged), 0);
 	CHECK(atomic_load(&nulls) <= 0); /* only handler allocations may fail */
-	CHECK(atomic_load(&handler_runs) > 0);
+	CHECK(atomic_load(&handler_runs) >= N); /* each worker's, at least once */
+	printf("migration_and_signals: %ld signals sent, %ld handler runs\n", sent,
+	       atomic_load(&handler_runs));
 	atomic_store(&nulls, 0);
 }
 
