@@ -109,6 +109,14 @@ static void *slab_take_word(struct pc_page *slab, bool freeze, unsigned *n, uint
 		uint64_t cnt = pc_load_relaxed(&w->word);
 		uint32_t objects = PC_SLAB_OBJECTS(cnt), fresh = PC_SLAB_FRESH(cnt);
 		pc_assert_internal(freeze || PC_SLAB_FROZEN(cnt));
+		if (!fl && fresh == 0) {
+			/* Full: nothing to take, and nothing to change (the
+			 * compare-and-swap would store what it read). Only the
+			 * owner's CPU slab: a node partial slab has a free object. */
+			pc_assert_internal(!freeze);
+			*n = 0;
+			return NULL;
+		}
 		uint32_t k = fl ? 0 : PC_MIN(fresh, (uint32_t)*n);
 		/* Every object not fresh nor left fresh is in use now. */
 		uint64_t taken = PC_SLAB_COUNTERS(objects - (fresh - k), objects, 1) |
@@ -394,9 +402,42 @@ void slab_deactivate(struct pc_cache *s, struct pc_page *slab)
 }
 
 /*
+ * A new slab for CPU c, its first *n objects taken (at most all) in the
+ * word that slab_new wrote, with no compare-and-swap: nobody else knows
+ * the slab until its objects are handed out. When they all go into out[]
+ * (a sheaf refill that wants a slab's worth or more), the slab is left
+ * full and unfrozen, on no list, as a deactivated full slab, and does not
+ * become c's slab: the next refill would only find it full and deactivate
+ * it (two compare-and-swaps per slab saved; a later free freezes it onto
+ * the freeing CPU's partial list, or empties it, as for any full slab).
+ * Otherwise it becomes c's slab, frozen, with the rest fresh. Returns as
+ * refill does.
+ */
+PC_INLINE void *refill_new(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node,
+			   void **out, unsigned *n)
+{
+	struct pc_page *slab = slab_new(s, node, true);
+	if (!slab) {
+		*n = 0;
+		return NULL;
+	}
+	slab_stat(c, PC_SLAB_STAT_slab_alloc);
+	struct pc_dword *w = slab_word(slab);
+	uint32_t objects = PC_SLAB_OBJECTS(pc_load_relaxed(&w->word));
+	uint32_t k = PC_MIN(objects, (uint32_t)*n);
+	bool whole = out && k == objects;
+	pc_store_relaxed(&w->word, PC_SLAB_COUNTERS(k, objects, !whole) | PC_SLAB_FRESH_WORD(objects - k));
+	if (!whole)
+		pc_store_relaxed(&c->slab, slab);
+	*n = k;
+	return fresh_hand_out(s, slab, 0, k, out);
+}
+
+/*
  * Find free objects for CPU c, whose freelist is empty: the CPU slab's own
  * freelist (remote frees) or fresh objects, the CPU partial list, the node
- * partial lists, a new slab. Sets c->slab. Returns a chain of objects, or
+ * partial lists, a new slab. Sets c->slab (none for a new slab taken
+ * whole: refill_new). Returns a chain of objects, or
  * puts *n fresh objects into out[] (slab_take: *n is then how many, at least
  * 1); NULL with *n == 0 when out of memory.
  */
@@ -432,13 +473,7 @@ static void *refill(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node, v
 		return fl;
 	}
 	*n = want;
-	if ((slab = slab_new(s, node, true)) == NULL) {
-		*n = 0;
-		return NULL;
-	}
-	slab_stat(c, PC_SLAB_STAT_slab_alloc);
-	pc_store_relaxed(&c->slab, slab);
-	return slab_take(s, slab, out, n);
+	return refill_new(s, c, node, out, n);
 }
 
 void *slab_alloc_slow(struct pc_cache *s, struct pc_cache_cpu *c)

@@ -1,0 +1,119 @@
+/*
+ * tests/unit/slab/bulk.c - the bulk paths behind the sheaves (slab_alloc.c
+ * refill_new; docs/sheaves.md, "2026-11-24 night, helper slabbulk"):
+ *
+ *  - new_slab_taken_whole: a bulk refill that wants a slab's worth or more
+ *    takes each new slab whole, with no compare-and-swap: the slab is left
+ *    full and unfrozen, on no list, and is not the CPU's slab; a refill of
+ *    fewer objects makes the new slab the CPU slab, frozen, with the rest
+ *    fresh; a refill that finds the CPU slab full deactivates it (full,
+ *    unfrozen) and takes the next new slab whole. Every
+ *    object is distinct, written with its own pattern and read back, and
+ *    the walker (pc_cache_check) counts exactly the objects out at each
+ *    step, none at the end, after which a shrink leaves no slab.
+ *
+ * Pinned to CPU 0 (the CPU slab checked is that CPU's); skipped where it
+ * cannot pin. Runs with rseq and in the fallback (bulk_norseq): the slab
+ * layer is the same in both.
+ */
+#define _GNU_SOURCE
+#include "slab/slab.h"
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#include <string.h>
+
+enum { MAX = 1024 };
+static void *out[MAX];
+
+static uint64_t word_of(void *obj)
+{
+	return pc_load_relaxed(&slab_word(pc_slab_of(obj))->word);
+}
+
+/* Fill each of objs[0..n) with a pattern of its index, then check them all:
+ * objects that overlapped would have overwritten each other. */
+static void write_and_check(struct pc_cache *s, void **objs, unsigned n, unsigned salt)
+{
+	for (unsigned i = 0; i < n; i++)
+		memset(objs[i], (int)((i + salt) & 0xff), s->object_size);
+	int bad = 0;
+	for (unsigned i = 0; i < n; i++)
+		for (size_t b = 0; b < s->object_size; b++)
+			bad += ((unsigned char *)objs[i])[b] != ((i + salt) & 0xff);
+	CHECK_EQ(bad, 0);
+}
+
+TEST(new_slab_taken_whole)
+{
+	if (!pin_cpu0_or_skip())
+		return;
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 0); /* the test's bulk calls only */
+	struct pc_cache *s = pc_cache_create("bulk-whole", 512, 0, NULL);
+	REQUIRE(s);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	unsigned per = info.objects_per_slab;
+	REQUIRE(per >= 2 && 4 * per <= MAX);
+	struct pc_cache_cpu *c = &s->cpu[0];
+
+	/* Two slabs' worth: two new slabs, each taken whole. */
+	CHECK_EQ(slab_alloc_bulk(s, out, 2 * per), 2 * per);
+	CHECK(pc_load_relaxed(&c->slab) == NULL);
+	for (unsigned i = 0; i < 2 * per; i++) {
+		uint64_t w = word_of(out[i]);
+		CHECK_EQ(PC_SLAB_INUSE(w), per);
+		CHECK_EQ(PC_SLAB_FRESH(w), 0);
+		CHECK_EQ(PC_SLAB_FROZEN(w), 0);
+		CHECK(!(pc_slab_of(out[i])->flags & PC_SLAB_ON_PARTIAL));
+		CHECK(pc_load_relaxed(&slab_word(pc_slab_of(out[i]))->ptr) == NULL);
+	}
+	CHECK(pc_slab_of(out[0]) != pc_slab_of(out[per]));
+	write_and_check(s, out, 2 * per, 1);
+	CHECK_EQ(pc_cache_check(s), 2 * per);
+
+	/* Half a slab: a new CPU slab, frozen, the rest fresh. */
+	unsigned half = per / 2;
+	CHECK_EQ(slab_alloc_bulk(s, out + 2 * per, half), half);
+	struct pc_page *cpu_slab = pc_load_relaxed(&c->slab);
+	CHECK(cpu_slab != NULL && cpu_slab == pc_slab_of(out[2 * per]));
+	uint64_t w = word_of(out[2 * per]);
+	CHECK_EQ(PC_SLAB_INUSE(w), half);
+	CHECK_EQ(PC_SLAB_FRESH(w), per - half);
+	CHECK_EQ(PC_SLAB_FROZEN(w), 1);
+	CHECK_EQ(pc_cache_check(s), 2 * per + half);
+
+	/* The rest of it, then more: the CPU slab is full, deactivated (it
+	 * leaves: full, unfrozen), and the next slab is new and taken whole. */
+	unsigned rest = per - half;
+	CHECK_EQ(slab_alloc_bulk(s, out + 2 * per + half, rest), rest);
+	CHECK(pc_load_relaxed(&c->slab) == cpu_slab);
+	CHECK_EQ(PC_SLAB_INUSE(word_of(out[2 * per])), per);
+	CHECK_EQ(slab_alloc_bulk(s, out + 3 * per, per), per);
+	CHECK(pc_load_relaxed(&c->slab) == NULL);
+	w = word_of(out[2 * per]);
+	CHECK_EQ(PC_SLAB_INUSE(w), per);
+	CHECK_EQ(PC_SLAB_FROZEN(w), 0);
+	w = word_of(out[3 * per]);
+	CHECK_EQ(PC_SLAB_INUSE(w), per);
+	CHECK_EQ(PC_SLAB_FRESH(w), 0);
+	CHECK_EQ(PC_SLAB_FROZEN(w), 0);
+	CHECK(pc_slab_of(out[3 * per]) != cpu_slab);
+	write_and_check(s, out, 4 * per, 7);
+	CHECK_EQ(pc_cache_check(s), 4 * per);
+
+	for (unsigned i = 0; i < 4 * per; i++)
+		pc_cache_free(s, out[i]);
+	CHECK_EQ(pc_cache_check(s), 0);
+	pc_cache_shrink(s);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.slabs, 0);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+int main(void)
+{
+	RUN(new_slab_taken_whole);
+	return test_report();
+}
