@@ -1236,8 +1236,12 @@ void slab_debug_trace(const struct pc_cache *s, struct pc_page *slab, void *obj,
 /* "slab_alloc.c" (more below) */
 /* A new slab of s on node, frozen or not, with only its page descriptors
  * written: every object fresh, none in use, the freelist empty
- * (slab_alloc.c, "Fresh objects"); NULL if out of memory. */
-struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen);
+ * (slab_alloc.c, "Fresh objects"); NULL if out of memory. Counted on
+ * locked, whose lock the caller holds (refill), or, NULL, on the current
+ * CPU with atomic adds (debug caches, under list_lock only): never both
+ * for one cache. */
+struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen,
+			 struct pc_cache_cpu *locked);
 /* "slab_alloc.c" */
 void slab_deactivate(struct pc_cache *s, struct pc_page *slab);
 void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c);

@@ -10,7 +10,8 @@
  *    unfrozen) and takes the next new slab whole. Every
  *    object is distinct, written with its own pattern and read back, and
  *    the walker (pc_cache_check) counts exactly the objects out at each
- *    step, none at the end, after which a shrink leaves no slab.
+ *    step, none at the end, after which a shrink leaves no slab; the
+ *    cache's slab counts (made under c->lock with plain adds) are exact.
  *
  * Pinned to CPU 0 (the CPU slab checked is that CPU's); skipped where it
  * cannot pin. Runs with rseq and in the fallback (bulk_norseq): the slab
@@ -101,6 +102,10 @@ TEST(new_slab_taken_whole)
 	CHECK(pc_slab_of(out[3 * per]) != cpu_slab);
 	write_and_check(s, out, 4 * per, 7);
 	CHECK_EQ(pc_cache_check(s), 4 * per);
+	/* slab_new's counts (plain adds under c->lock): four slabs, exact. */
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.slabs, 4);
+	CHECK_EQ(info.total_objects, 4 * per);
 
 	for (unsigned i = 0; i < 4 * per; i++)
 		pc_cache_free(s, out[i]);
