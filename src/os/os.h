@@ -370,6 +370,11 @@ bool pc_life_is_registered(const char *name);
 /* Read up to cap-1 bytes of a small file (/proc, /sys) into buf and
  * NUL-terminate it. Returns the length, or -1 with errno set. cap >= 1. */
 long os_read_file(const char *path, char *buf, size_t cap);
+/* (A file under /sys/ is read with one read(2) when that one returns a
+ * whole line and leaves room: the kernel hands an attribute out whole.)
+ * How many files os_read_file has opened (or tried to) in this process:
+ * tests count start-up's reads with it. */
+unsigned long os_files_opened(void);
 /*
  * Parse a kernel CPU/node list such as "0-3,8-11\n" (empty means none).
  * Sets bit i of mask (nbits bits, zeroed first) for every listed i < nbits;

@@ -30,9 +30,10 @@ bool os_rseq_setup(void)
 	 * registration must have worked (cpu_id >= 0). */
 	if (__rseq_size >= offsetof(struct rseq, rseq_cs) + sizeof(uint64_t) &&
 	    os_rseq_cpu_id() >= 0) {
-		long cmds = os_membarrier(MEMBARRIER_CMD_QUERY);
-		ok = cmds >= 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ) &&
-		     os_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0;
+		/* No MEMBARRIER_CMD_QUERY first: a kernel without the command
+		 * (before 5.10, or without CONFIG_RSEQ) refuses the registration
+		 * itself with EINVAL, so one system call at start-up answers. */
+		ok = os_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ) == 0;
 	}
 	if (ok)
 		os_rseq_offset = __rseq_offset;

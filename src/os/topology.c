@@ -82,7 +82,7 @@ long os_parse_cpulist(const char *s, uint64_t *mask, unsigned nbits)
 	return *s == '\0' ? (long)end : -1;
 }
 
-/* Read a list file into mask; the highest entry + 1, or -1. */
+/* Read a list file of /sys into mask; the highest entry + 1, or -1. */
 static long os_read_list(const char *path, uint64_t *mask, unsigned nbits)
 {
 	char buf[OS_LIST_BUF];
@@ -118,16 +118,21 @@ static bool os_discover_node(unsigned node)
 }
 
 /*
- * Nodes: those listed in node/possible (all of 0..PC_MAX_NODES-1 when the
- * file is missing) that have a directory. The count is the highest such
- * node + 1, so node numbers index arrays directly; without NUMA it is 1.
+ * Nodes: those listed in node/possible that have a directory. The count is
+ * the highest such node + 1, so node numbers index arrays directly. Without
+ * NUMA it is 1 and no node's file is read: node/possible missing (a kernel
+ * without CONFIG_NUMA has no node directory at all; it used to cost a
+ * failed open for each of the PC_MAX_NODES nodes) or listing node 0 alone
+ * (every CPU is then on node 0, os_cpu_node's zeroes), so that start-up
+ * reads two files of /sys on such machines (docs/footprint.md).
  */
 static unsigned os_discover_nodes(void)
 {
 	uint64_t possible;
 	unsigned count = 1;
-	if (os_read_list("/sys/devices/system/node/possible", &possible, PC_MAX_NODES) <= 0)
-		possible = ~(uint64_t)0;
+	if (os_read_list("/sys/devices/system/node/possible", &possible, PC_MAX_NODES) <= 0 ||
+	    possible <= 1)
+		return 1;
 	for (unsigned node = 0; node < PC_MAX_NODES; node++)
 		if ((possible >> node & 1) && os_discover_node(node))
 			count = node + 1;
