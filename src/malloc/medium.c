@@ -61,7 +61,9 @@
  * and resets the locks. A block popped by a thread that the child does not
  * have is lost in the child, like any block such a thread held.
  *
- * Rseq mode (the slab layer's PC_SHEAF_MODE_RSEQ); without rseq,
+ * Rseq mode (the slab layer's PC_SHEAF_MODE_RSEQ), started by the first
+ * medium miss (medium_init; NULL slots before: medium blocks go to and come
+ * from the page allocator directly); without rseq,
  * pc_medium_slots stays NULL and medium_thread.c keeps per-thread arrays
  * instead (medium_flush, medium_decay and medium_cached_bytes cover both).
  *
@@ -359,7 +361,7 @@ PC_NOINLINE void medium_cache_free_slow(void *p, unsigned pages)
 _Static_assert(MEDIUM_REFILL_MAX < PC_ALLOC_RUNS_MAX, "the caller's block and the batch in one call");
 static void *medium_refill(size_t pages)
 {
-	char *slots = pc_load_relaxed(&pc_medium_slots);
+	char *slots = pc_load_acquire(&pc_medium_slots); /* as in medium_cache_miss */
 	int32_t cpu = os_rseq_cpu_id();
 	if (!slots || cpu < 0 || (unsigned)cpu >= medium_ncpus || medium_reentered())
 		return NULL;
@@ -404,8 +406,13 @@ static void *medium_refill(size_t pages)
  * halving is not undone. */
 PC_NOINLINE void *medium_cache_miss(size_t pages)
 {
+	/* The process's first medium miss starts the cache (medium_init); a
+	 * start that failed is tried again by the next miss. Acquire: pairs
+	 * with medium_init's release (medium_ncpus, medium_cpus). */
+	if (pc_unlikely(!pc_load_acquire(&pc_medium_slots)))
+		medium_init();
 	int32_t cpu = os_rseq_cpu_id();
-	if (pc_load_relaxed(&pc_medium_slots) && cpu >= 0 && (unsigned)cpu < medium_ncpus) {
+	if (pc_load_acquire(&pc_medium_slots) && cpu >= 0 && (unsigned)cpu < medium_ncpus) {
 		struct medium_cpu *mc = &medium_cpus[cpu];
 		unsigned k = (unsigned)pages - PC_MEDIUM_MIN_PAGES;
 		uint8_t refused = pc_load_relaxed(&mc->refused[k]);
@@ -747,11 +754,11 @@ static const struct pc_life medium_life = {
 	.postfork_child = medium_postfork_child,
 };
 
-/* Once, from malloc's start-up, in rseq mode only: map the slots, medium_stacks
- * and per-CPU records, point every slot at its (empty, zero-filled) stack,
- * then publish the slots. False if the OS refused the memory (the cache
- * then stays off). */
-bool medium_init(void)
+/* Once, at the first medium miss in rseq mode (medium_init): map the slots,
+ * medium_stacks and per-CPU records, point every slot at its (empty,
+ * zero-filled) stack, then publish the slots. False if the OS refused the
+ * memory (the cache stays off until a later miss starts it). */
+static bool medium_init_once(void)
 {
 	medium_ncpus = os_cpu_count();
 	pc_medium_stride = (size_t)medium_ncpus << OS_RSEQ_SLOT_SHIFT;
@@ -773,8 +780,37 @@ bool medium_init(void)
 	pc_store_relaxed(&medium_budget, medium_kb_to_pages(pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB)));
 	pc_option_on_change(PC_OPT_MALLOC_MEDIUM_CACHE_KB, medium_budget_changed);
 	pc_life_register(&medium_life);
-	/* Release: the slots and medium_stacks before the pointer the fast paths read
-	 * (they reach it after pc_malloc_init, which orders it too). */
+	/* Release: the slots, medium_stacks, medium_cpus and the stride before
+	 * the pointer. The fast paths (malloc.h) load it relaxed and reach the
+	 * slot, the stack and the stride through it: on x86-64, the one
+	 * target of the rseq sequences, loads are not reordered with loads,
+	 * so a fast path that sees the pointer sees what was written before
+	 * it; the slow paths here load it with acquire. */
 	pc_store_release(&pc_medium_slots, mem);
 	return true;
+}
+
+/*
+ * Start the per-CPU cache: in rseq mode, once, at the process's first medium
+ * miss (medium_cache_miss), not at start-up: its slots and per-CPU records
+ * are written when they are made (62 classes x 64 bytes per CPU: 8 KiB on 2
+ * CPUs, 248 KiB on 64), a cost that a program which never allocates 8-256
+ * KiB blocks should not pay (docs/footprint.md, "2026-11-24 night, helper
+ * startup"). Until then a medium block takes and frees pages directly, as
+ * with the cache off. True when the cache is on. A signal handler that
+ * interrupted a medium path of its own thread (the start included) starts
+ * nothing: the start takes locks that thread may hold.
+ */
+static _Atomic uint32_t medium_once; /* pc_once */
+
+bool medium_init(void)
+{
+	if (pc_likely(pc_once_done(&medium_once)))
+		return true;
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || medium_reentered())
+		return false;
+	medium_enter();
+	bool ok = pc_once(&medium_once, medium_init_once);
+	medium_leave();
+	return ok;
 }

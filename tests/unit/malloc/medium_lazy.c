@@ -1,0 +1,145 @@
+/*
+ * tests/unit/malloc/medium_lazy.c - the per-CPU medium cache (rseq mode) is
+ * started by the first medium miss, not at start-up (malloc/medium.c,
+ * medium_init; docs/footprint.md, "2026-11-24 night, helper startup"): a
+ * program that never allocates an 8-256 KiB block maps and writes none of
+ * its per-CPU slots. White-box: links the static library, so malloc here is
+ * pcmalloc. In thread mode (the _norseq run) the per-CPU cache never
+ * starts and the per-thread arrays work as before.
+ *
+ *  not_at_start_up     after start-up and small blocks (up to 8 KiB, the
+ *                      largest size class) the cache is not started.
+ *  reentered_no_start  a medium malloc from inside a medium path of this
+ *                      thread (the place of a signal handler that
+ *                      interrupted one: the start takes locks it may hold)
+ *                      starts nothing and still gets its block.
+ *  first_miss_starts   the first medium malloc starts it; its block, freed,
+ *                      is kept on this CPU's stack and handed out again.
+ *  racing_first_miss   8 threads released at once make their first medium
+ *                      malloc: one start, every block usable.
+ */
+#define _GNU_SOURCE
+#include "test.h"
+#include "unit/unit_helpers.h"
+
+#include "malloc/malloc.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#define KiB ((size_t)1024)
+
+static bool rseq_mode(void)
+{
+	return pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ;
+}
+
+static bool started(void)
+{
+	return pc_load_acquire(&pc_medium_slots) != NULL;
+}
+
+TEST(not_at_start_up)
+{
+	REQUIRE(pc_malloc_init());
+	void *p[4] = { pc_malloc(16), pc_malloc(512), pc_malloc(4096), pc_malloc(PC_SMALL_MAX) };
+	for (int i = 0; i < 4; i++) {
+		CHECK(p[i] != NULL);
+		pc_free(p[i]);
+	}
+	CHECK(!started());
+	CHECK_EQ(medium_cached_bytes(), 0);
+}
+
+TEST(reentered_no_start)
+{
+	REQUIRE(!started()); /* (not_at_start_up failed: the rest means nothing) */
+	medium_enter();
+	CHECK(!medium_init());
+	char *p = pc_malloc(16 * KiB);
+	CHECK(!started());
+	medium_leave();
+	REQUIRE(p != NULL);
+	memset(p, 1, 16 * KiB);
+	pc_free(p);
+	CHECK(!started());
+}
+
+TEST(first_miss_starts)
+{
+	char *p = pc_malloc(16 * KiB);
+	REQUIRE(p != NULL);
+	CHECK_EQ(started(), rseq_mode());
+	memset(p, 2, 16 * KiB);
+	pc_free(p);
+	/* Kept by this CPU's stack (rseq) or this thread's arrays: the next
+	 * malloc of the class gets it back. */
+	CHECK_EQ(medium_cached_bytes(), 16 * KiB);
+	char *q = pc_malloc(16 * KiB);
+	CHECK(q == p);
+	CHECK_EQ(medium_cached_bytes(), 0);
+	pc_free(q);
+	CHECK_EQ(medium_init(), rseq_mode());
+}
+
+#define RACERS 8
+static pthread_barrier_t racers_go;
+
+static void *racer(void *arg)
+{
+	(void)arg;
+	pthread_barrier_wait(&racers_go);
+	char *p = pc_malloc(40 * KiB);
+	if (p) {
+		memset(p, 3, 40 * KiB);
+		pc_free(p);
+	}
+	return p;
+}
+
+/* Runs in a child, where nothing has started the cache yet. */
+static void racing_body(void)
+{
+	pthread_t t[RACERS];
+	void *got[RACERS];
+	pthread_barrier_init(&racers_go, NULL, RACERS);
+	for (int i = 0; i < RACERS; i++)
+		if (pthread_create(&t[i], NULL, racer, NULL) != 0)
+			_exit(2);
+	for (int i = 0; i < RACERS; i++)
+		pthread_join(t[i], &got[i]);
+	for (int i = 0; i < RACERS; i++)
+		if (got[i] == NULL)
+			_exit(3);
+	if (started() != rseq_mode())
+		_exit(4);
+	pc_trim();
+	_exit(pc_page_check() ? 0 : 5);
+}
+
+TEST(racing_first_miss)
+{
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		racing_body();
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+}
+
+int main(void)
+{
+	RUN(not_at_start_up); /* first: nothing has made a medium block yet */
+	RUN(reentered_no_start);
+	RUN(racing_first_miss); /* a child of a process where it has not started */
+	if (!pin_cpu0_or_skip())
+		return test_report();
+	/* No decay pass between a free and the malloc after it: no release
+	 * thread, and an hour between the slow paths' passes. */
+	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600000);
+	RUN(first_miss_starts);
+	return test_report();
+}
