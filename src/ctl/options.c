@@ -175,6 +175,10 @@ static void parse_option_list(const char *list)
 
 static bool options_init_once(void)
 {
+	/* Most processes set none: one pass over the environment instead of a
+	 * getenv (a pass each) for every option (docs/footprint.md). */
+	if (!os_env_has_prefix("PCMALLOC_", sizeof("PCMALLOC_") - 1))
+		return true;
 	const char *list = os_getenv("PCMALLOC_OPTIONS");
 	if (list)
 		parse_option_list(list);

@@ -41,7 +41,7 @@
 /* States of a once: 0 not done, 1 running, 2 done. */
 #define PC_ONCE_RUNNING 1u
 
-void (*_Atomic pc_once_test_hook)(_Atomic uint32_t *state, enum pc_once_event event);
+void (*_Atomic pc_once_test_hook)(_Atomic uint32_t *state, enum pc_once_event event) PC_STARTUP_DATA;
 
 static void once_event(_Atomic uint32_t *state, enum pc_once_event event)
 {
@@ -65,7 +65,7 @@ static void once_event(_Atomic uint32_t *state, enum pc_once_event event)
  * deadlock. The prefork waits before it takes life_lock, which an init may
  * take (pc_life_register).
  */
-static _Atomic uint32_t once_running, once_forks;
+static _Atomic uint32_t once_running PC_STARTUP_DATA, once_forks PC_STARTUP_DATA;
 static __thread unsigned once_depth __attribute__((tls_model("initial-exec")));
 /* This thread runs fork's handlers (life_prefork to the end of a postfork
  * one). An init it starts there (a lock's first slow path enrolls the
@@ -149,12 +149,12 @@ static void once_leave(void)
 #define ATFORK_NONE 0u
 #define ATFORK_CLAIMED 1u
 #define ATFORK_DONE 2u
-static _Atomic uint32_t atfork_state;
+static _Atomic uint32_t atfork_state PC_STARTUP_DATA;
 
 static void life_prefork(void);
 static void life_postfork_parent(void);
 static void life_postfork_child(void);
-static _Atomic uint32_t life_key_state; /* pc_once */
+static _Atomic uint32_t life_key_state PC_STARTUP_DATA; /* pc_once */
 static bool life_key_create(void);
 
 static PC_NOINLINE void life_atfork_claim(void)
@@ -215,9 +215,9 @@ bool pc_once_slow(_Atomic uint32_t *state, bool (*init)(void))
 }
 
 /* ---- the registry ------------------------------------------------------------ */
-static const struct pc_life *life_table[PC_LIFE_MAX];
-static _Atomic unsigned life_count; /* written under life_lock */
-static _Atomic uint32_t life_lock;
+static const struct pc_life *life_table[PC_LIFE_MAX] PC_STARTUP_DATA;
+static _Atomic unsigned life_count PC_STARTUP_DATA; /* written under life_lock */
+static _Atomic uint32_t life_lock PC_STARTUP_DATA;
 
 static void life_lock_take(void)
 {
@@ -311,8 +311,8 @@ static void life_postfork_child(void)
  * itself; larger keys need a block it allocates with calloc. */
 #define LIFE_KEY_INLINE 32u
 
-static pthread_key_t life_key;
-static bool life_key_inline;            /* set by the once, read-only afterwards */
+static pthread_key_t life_key PC_STARTUP_DATA;
+static bool life_key_inline PC_STARTUP_DATA; /* set by the once, read-only afterwards */
 static __thread bool life_armed __attribute__((tls_model("initial-exec")));
 
 /* The key's destructor: the thread exits. Handlers run highest rank first.

@@ -46,7 +46,7 @@
  * bits 63..32 = calls still to let through, bits 31..0 = calls to fail after
  * them. 0 means no injection; the os_map fast path is one relaxed load.
  */
-static _Atomic uint64_t os_inject_word;
+static _Atomic uint64_t os_inject_word PC_STARTUP_DATA; /* read by every os_map */
 static _Atomic unsigned long os_inject_count; /* injected failures so far */
 
 void os_inject_map_failures(unsigned skip, unsigned fail)
@@ -68,8 +68,8 @@ unsigned long os_injected_failures(void)
  * number), so that a single-threaded run fails the same calls every time.
  * Both counters restart when the rate is set.
  */
-static _Atomic unsigned long os_fail_every, os_fail_every_calls;
-static _Atomic unsigned long os_fail_ppm, os_fail_ppm_calls;
+static _Atomic unsigned long os_fail_every PC_STARTUP_DATA, os_fail_every_calls;
+static _Atomic unsigned long os_fail_ppm PC_STARTUP_DATA, os_fail_ppm_calls;
 
 void os_fail_map_every(unsigned long n)
 {
@@ -183,7 +183,7 @@ static void *os_mmap_exactly_at(char *at, size_t size)
  * calls instead of three); it tries size bytes alone only when the larger
  * one is refused.
  */
-static _Atomic uint8_t os_aligned_made; /* an aligned mapping was made before */
+static _Atomic uint8_t os_aligned_made PC_STARTUP_DATA; /* an aligned mapping was made before */
 
 static void *os_mmap_aligned(size_t size, size_t align)
 {
@@ -366,7 +366,7 @@ size_t os_resident_bytes(void)
 }
 
 /* ---- files and stderr ------------------------------------------------------------ */
-static _Atomic unsigned long os_files_opened_count;
+static _Atomic unsigned long os_files_opened_count PC_STARTUP_DATA;
 
 unsigned long os_files_opened(void)
 {

@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int membarrier_cmd; /* 0: none */
+static int membarrier_cmd PC_STARTUP_DATA; /* 0: none */
 
 static long membarrier_call(int cmd)
 {

@@ -248,6 +248,21 @@ uintptr_t os_caller_outside_self(void);
 void os_symbolize(uintptr_t addr, char *buf, size_t size);
 /* getenv() that is safe before libc is fully initialised; NULL if unset. */
 const char *os_getenv(const char *name);
+/* Whether some variable of the environment starts with prefix (len bytes):
+ * one pass over environ, so that start-up can skip looking up each of its
+ * names when none is set. Inline: start-up code (cmake/hot-text.ld). */
+extern char **environ;
+PC_INLINE bool os_env_has_prefix(const char *prefix, size_t len)
+{
+	for (char **e = environ; e != NULL && *e != NULL; e++) {
+		size_t i = 0;
+		while (i < len && (*e)[i] == prefix[i])
+			i++;
+		if (i == len)
+			return true;
+	}
+	return false;
+}
 /* buf = prefix, value in decimal, suffix (cut to size, always terminated;
  * size > 0). For the names start-up makes ("kmalloc-64", a /sys path):
  * not snprintf, whose formatting code and tables would otherwise be all of
@@ -367,6 +382,18 @@ bool pc_life_fork_handlers_registered(void);
 bool pc_life_is_registered(const char *name);
 
 /* ---- helpers shared by the os/ files (usable by any layer) ---------------- */
+/*
+ * PC_STARTUP_DATA: a zero-initialised variable that every process's
+ * start-up reads or writes, placed in .data rather than .bss. The loader's
+ * relocations write every page of libpcmalloc.so's .data (pointer tables
+ * fill it), so such a variable costs no page fault of its own; in .bss the
+ * first read of an untouched page maps the zero page and the first write
+ * faults again, two faults and a page of RSS for a few bytes
+ * (docs/footprint.md, "2026-11-24 night, helper startup"). Small scalars
+ * only: what is added here moves the .bss behind it.
+ */
+#define PC_STARTUP_DATA __attribute__((section(".data.pc_startup")))
+
 /* Read up to cap-1 bytes of a small file (/proc, /sys) into buf and
  * NUL-terminate it. Returns the length, or -1 with errno set. cap >= 1. */
 long os_read_file(const char *path, char *buf, size_t cap);

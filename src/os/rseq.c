@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-ptrdiff_t os_rseq_offset;
+ptrdiff_t os_rseq_offset PC_STARTUP_DATA;
 
 static long os_membarrier(int cmd)
 {

@@ -24,10 +24,10 @@
 /* Node numbers fit os_cpu_node's uint8_t and os_bind_node's one-word mask. */
 _Static_assert(PC_MAX_NODES <= 64, "node masks are one 64-bit word");
 
-unsigned os_ncpus;
+unsigned os_ncpus PC_STARTUP_DATA;
 static unsigned os_node_count = 1;
 static uint8_t os_cpu_node[PC_MAX_CPUS]; /* node of each CPU, 0 if unknown */
-static _Atomic uint32_t os_init_state; /* pc_once */
+static _Atomic uint32_t os_init_state PC_STARTUP_DATA; /* pc_once */
 
 /* ---- list parsing ------------------------------------------------------------ */
 bool os_parse_number(const char **s, unsigned long max, unsigned long *out)

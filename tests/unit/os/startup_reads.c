@@ -94,10 +94,28 @@ TEST(proc_file_to_the_end)
 	CHECK(last != NULL && strncmp(last + 1, "VmFlags:", 8) == 0);
 }
 
+/* os_env_has_prefix: options_init_once looks up its variables only when
+ * one with PCMALLOC_ is set (names unique to this test here). */
+TEST(env_prefix)
+{
+	const char *pre = "PC_STARTUP_READS_TEST_";
+	CHECK(!os_env_has_prefix(pre, strlen(pre)));
+	REQUIRE(setenv("PC_STARTUP_READS_TEST", "1", 1) == 0); /* shorter: no match */
+	CHECK(!os_env_has_prefix(pre, strlen(pre)));
+	REQUIRE(setenv("PC_STARTUP_READS_TEST_X", "", 1) == 0);
+	CHECK(os_env_has_prefix(pre, strlen(pre)));
+	CHECK(os_env_has_prefix("PC_STARTUP_READS_TEST_X=", strlen(pre) + 2));
+	CHECK(!os_env_has_prefix("PC_STARTUP_READS_TEST_Y", strlen(pre) + 1));
+	unsetenv("PC_STARTUP_READS_TEST_X");
+	unsetenv("PC_STARTUP_READS_TEST");
+	CHECK(!os_env_has_prefix(pre, strlen(pre)));
+}
+
 int main(void)
 {
 	RUN(init_reads_what_it_needs); /* first: counts from the process's start */
 	RUN(sysfs_file_whole);
 	RUN(proc_file_to_the_end);
+	RUN(env_prefix);
 	return test_report();
 }
