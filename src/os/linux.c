@@ -377,9 +377,16 @@ unsigned long os_files_opened(void)
  * to a page: a read that ends a line and leaves room in buf is the end of
  * it, and the read(2) that would return 0 is not made. Other files (/proc's
  * are produced a record at a time) are read to the end. */
+static bool os_starts_with(const char *s, const char *prefix)
+{
+	while (*prefix != '\0' && *s == *prefix) /* not strncmp: another libc page */
+		s++, prefix++;
+	return *prefix == '\0';
+}
+
 long os_read_file(const char *path, char *buf, size_t cap)
 {
-	bool sysfs = strncmp(path, "/sys/", 5) == 0;
+	bool sysfs = os_starts_with(path, "/sys/");
 	size_t len = 0;
 	int fd;
 	/* relaxed: a count for tests, ordered with nothing. */
