@@ -292,7 +292,7 @@ static void *debug_alloc_node(struct pc_cache *s, struct pc_cache_node *n, uintp
  * all first); NULL if out of memory. */
 static void *debug_grow(struct pc_cache *s, unsigned node, uintptr_t caller)
 {
-	struct pc_page *slab = slab_new(s, node, false, NULL); /* every object fresh */
+	struct pc_page *slab = slab_new(s, node, NULL); /* every object fresh, unfrozen */
 	if (!slab)
 		return NULL;
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_slab_alloc);

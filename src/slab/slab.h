@@ -24,6 +24,7 @@
  *            │   └─(flush / deactivate, some free)──> node partial <────┘ (overflow,
  *            │                                         │    ^             unfreeze)
  *            └──────────── (get_partial) ──────────────┘    │
+ *   new ──(a bulk refill takes every object: refill_new)──> full (never frozen)
  *   node partial with no object in use, beyond min_partial ──> page allocator
  *
  *   frozen = 1  the slab belongs to one CPU structure: it is that CPU's slab
@@ -42,7 +43,9 @@
  *   where a slab's freelist is taken: by the CPU that has the slab frozen,
  *   under its c->lock, by the list_lock holder that freezes a node partial
  *   slab, and by a debug cache's allocation under list_lock; each takes
- *   them with the same compare-and-swap of the slab word.
+ *   them with the same compare-and-swap of the slab word. And by
+ *   refill_new, which takes a new slab's first objects with a plain store
+ *   of its word before any other thread can know the slab.
  *
  * ---- Sheaves (Linux 6.18's percpu sheaves, in user space) --------------------
  *   In front of the slabs, each CPU (rseq mode) has a main and a spare
@@ -258,10 +261,13 @@
  *   against prefork or a decay pass, and the witness records it without
  *   checking its rank.
  *   Lock-free: the fast paths (sheaf and slab), the slab freelist word, and
- *   the slab counts (c->slabs_made and the rest: atomic adds by any thread
- *   on that CPU number; slab_counts reads a moment's sums, never below 0,
- *   exact when no slab is being made or given back, as pc_cache_check
- *   needs).
+ *   the slab counts given back (c->slabs_gone, objects_gone: atomic adds
+ *   by any thread on that CPU number). The counts made (c->slabs_made,
+ *   objects_made) are written under c->lock (refill) with a load and a
+ *   store, or, for a debug cache, with atomic adds on the current CPU:
+ *   never both in one cache (s->debug is fixed). slab_counts reads a
+ *   moment's sums, never below 0, exact when no slab is being made or
+ *   given back, as pc_cache_check needs.
  *
  * ---- Fast path safety in user space (the kernel's this_cpu_cmpxchg_double
  * is atomic only against its own CPU; here any thread may touch any CPU's
@@ -374,9 +380,11 @@ struct pc_cache_cpu {
 	 * write no line the other CPUs write (with SLUB's per-node counters,
 	 * beside the node's list_lock, the line moved between the CPUs at
 	 * every new slab: Test D at 16 threads, docs/sheaves.md). Monotone:
-	 * slabs (and their slots) made by threads on this CPU number, and
-	 * given back by them; a slab may be made on one CPU and given back on
-	 * another, so only the sums over the CPUs mean anything (slab_counts:
+	 * slabs (and their slots) made under this CPU structure's lock (a
+	 * refill: a load and a store; a debug cache's, by threads on this CPU
+	 * number, atomic adds: slab_new), and given back by threads on this
+	 * CPU number (atomic adds); a slab may be made on one CPU and given
+	 * back on another, so only the sums over the CPUs mean anything (slab_counts:
 	 * given back first, then made, so that a sum is never below 0). The
 	 * slab counters wrap (their difference mod 2^32 is exact below 2^32
 	 * slabs). Always written, so not in the cold block: 24 bytes, which
@@ -1234,14 +1242,13 @@ PC_COLD __attribute__((noreturn)) void slab_debug_bug_in(const struct pc_cache *
 	const uint8_t *last, int expect, const char *func, struct pc_lock *held);
 void slab_debug_trace(const struct pc_cache *s, struct pc_page *slab, void *obj, bool alloc);
 /* "slab_alloc.c" (more below) */
-/* A new slab of s on node, frozen or not, with only its page descriptors
+/* A new slab of s on node, unfrozen, with only its page descriptors
  * written: every object fresh, none in use, the freelist empty
  * (slab_alloc.c, "Fresh objects"); NULL if out of memory. Counted on
- * locked, whose lock the caller holds (refill), or, NULL, on the current
- * CPU with atomic adds (debug caches, under list_lock only): never both
- * for one cache. */
-struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen,
-			 struct pc_cache_cpu *locked);
+ * locked, whose lock the caller holds (refill), with a load and a store,
+ * or, NULL, on the current CPU with atomic adds (debug caches, under
+ * list_lock only): never both for one cache (asserted). */
+struct pc_page *slab_new(struct pc_cache *s, unsigned node, struct pc_cache_cpu *locked);
 /* "slab_alloc.c" */
 void slab_deactivate(struct pc_cache *s, struct pc_page *slab);
 void slab_flush_cpu(struct pc_cache *s, struct pc_cache_cpu *c);

@@ -16,7 +16,9 @@
  * the freelist if it has objects (they were handed out before: their pages
  * are touched already), and only when it is empty the next fresh objects,
  * in address order, as many as it wants, with the same compare-and-swap of
- * the slab word (fresh -= k, inuse += k). Nobody else takes fresh objects
+ * the slab word (fresh -= k, inuse += k). A new slab's first objects are
+ * taken by refill_new with a plain store of the word, before any other
+ * thread can know the slab. Nobody else takes fresh objects
  * and nothing adds to them, so the taker knows which they are: the k from
  * objects - fresh on. Then, with no list_lock held (the objects are the
  * taker's alone: counted in use, in a slab frozen for it), each is
@@ -90,6 +92,14 @@ static void *fresh_hand_out(struct pc_cache *s, struct pc_page *slab, uint32_t f
 	return out ? NULL : head;
 }
 
+/* A slab's counters after k of its `fresh` fresh objects are taken (every
+ * object neither fresh nor left fresh is in use), frozen or not. */
+static uint64_t slab_word_taken(uint32_t objects, uint32_t fresh, uint32_t k, bool frozen)
+{
+	return PC_SLAB_COUNTERS(objects - (fresh - k), objects, frozen) |
+	       PC_SLAB_FRESH_WORD(fresh - k);
+}
+
 /*
  * Take free objects of a slab the caller may take them from ("Fresh
  * objects" above; a frozen slab, or with freeze, a node partial slab under
@@ -118,10 +128,7 @@ static void *slab_take_word(struct pc_page *slab, bool freeze, unsigned *n, uint
 			return NULL;
 		}
 		uint32_t k = fl ? 0 : PC_MIN(fresh, (uint32_t)*n);
-		/* Every object not fresh nor left fresh is in use now. */
-		uint64_t taken = PC_SLAB_COUNTERS(objects - (fresh - k), objects, 1) |
-				 PC_SLAB_FRESH_WORD(fresh - k);
-		if (!pc_dcas(w, fl, cnt, NULL, taken))
+		if (!pc_dcas(w, fl, cnt, NULL, slab_word_taken(objects, fresh, k, true)))
 			continue; /* a remote free came: it is on the freelist now */
 		*n = k;
 		*first = PC_SLAB_FIRST_FRESH(cnt);
@@ -228,14 +235,13 @@ static bool get_partial(struct pc_cache *s, struct pc_cache_cpu *c, unsigned nod
 }
 
 /* Allocate a slab and write its page descriptors, not its memory: every
- * object fresh ("Fresh objects" above), the freelist empty, inuse 0; frozen
- * (for the caller's CPU) or not. When the page allocator has no block of
+ * object fresh ("Fresh objects" above), the freelist empty, inuse 0,
+ * unfrozen (refill_new then takes some). When the page allocator has no block of
  * the cache's order (memory fragmented and the OS refusing more), the slab
  * is made of the smallest order that holds one object instead, as SLUB
  * does: a cache's slabs may differ in order (a retune makes them so too),
  * every page carries its own slab's order, mask and object count. */
-struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen,
-			 struct pc_cache_cpu *locked)
+struct pc_page *slab_new(struct pc_cache *s, unsigned node, struct pc_cache_cpu *locked)
 {
 	uint64_t oo = pc_load_relaxed(&s->oo);
 	unsigned order = (unsigned)(oo >> 32), objects = (unsigned)oo;
@@ -265,17 +271,20 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, bool frozen,
 	pc_pg_set_state(slab, PC_PG_SLAB); /* release: after the fields above */
 	pc_vg_noaccess(mem, PC_PAGE_SIZE << order); /* until objects are handed out */
 	pc_store_relaxed(&slab_word(slab)->ptr, NULL);
-	pc_store_relaxed(&slab_word(slab)->word,
-			 PC_SLAB_COUNTERS(0, objects, frozen) | PC_SLAB_FRESH_WORD(objects));
+	pc_store_relaxed(&slab_word(slab)->word, slab_word_taken(objects, objects, 0, false));
 	if (locked) {
-		/* Plain adds: every slab_new of a cache without slub_debug
-		 * runs under the c->lock of the CPU it counts on (refill), and
-		 * a debug cache's never does; a locked add here waited for the
-		 * descriptor stores above (Test D: most of slab_new's time). */
+		/* A load and a store: every slab_new of a cache without
+		 * slub_debug runs under the c->lock of the CPU it counts on
+		 * (refill), and a debug cache's never does (s->debug is fixed
+		 * at creation); a locked add here waited for the descriptor
+		 * stores above to drain (Test D: most of slab_new's samples). */
+		pc_spin_assert_held(&locked->lock);
+		pc_assert_internal(!s->debug);
 		pc_store_relaxed(&locked->slabs_made, pc_load_relaxed(&locked->slabs_made) + 1);
 		pc_store_relaxed(&locked->objects_made,
 				 pc_load_relaxed(&locked->objects_made) + (long)objects);
 	} else {
+		pc_assert_internal(s->debug);
 		struct pc_cache_cpu *c = &s->cpu[os_cpu_current()]; /* this CPU's line */
 		pc_add_relaxed(&c->slabs_made, 1);
 		pc_add_relaxed(&c->objects_made, (long)objects);
@@ -413,21 +422,22 @@ void slab_deactivate(struct pc_cache *s, struct pc_page *slab)
 }
 
 /*
- * A new slab for CPU c, its first *n objects taken (at most all) in the
- * word that slab_new wrote, with no compare-and-swap: nobody else knows
- * the slab until its objects are handed out. When they all go into out[]
+ * A new slab for CPU c, its first *n objects taken (at most all) with a
+ * plain store of its word, no compare-and-swap: nobody else knows the slab
+ * until its objects are handed out. When they all go into out[]
  * (a sheaf refill that wants a slab's worth or more), the slab is left
  * full and unfrozen, on no list, as a deactivated full slab, and does not
  * become c's slab: the next refill would only find it full and deactivate
  * it (two compare-and-swaps per slab saved; a later free freezes it onto
  * the freeing CPU's partial list, or empties it, as for any full slab).
  * Otherwise it becomes c's slab, frozen, with the rest fresh. Returns as
- * refill does.
+ * refill does. Inline, as slab_take, so that it stays inside refill (the
+ * text that programs enter first, cmake/hot-text.ld).
  */
 PC_INLINE void *refill_new(struct pc_cache *s, struct pc_cache_cpu *c, unsigned node,
 			   void **out, unsigned *n)
 {
-	struct pc_page *slab = slab_new(s, node, true, c);
+	struct pc_page *slab = slab_new(s, node, c);
 	if (!slab) {
 		*n = 0;
 		return NULL;
@@ -437,7 +447,7 @@ PC_INLINE void *refill_new(struct pc_cache *s, struct pc_cache_cpu *c, unsigned 
 	uint32_t objects = PC_SLAB_OBJECTS(pc_load_relaxed(&w->word));
 	uint32_t k = PC_MIN(objects, (uint32_t)*n);
 	bool whole = out && k == objects;
-	pc_store_relaxed(&w->word, PC_SLAB_COUNTERS(k, objects, !whole) | PC_SLAB_FRESH_WORD(objects - k));
+	pc_store_relaxed(&w->word, slab_word_taken(objects, objects, k, !whole));
 	if (!whole)
 		pc_store_relaxed(&c->slab, slab);
 	*n = k;

@@ -11,7 +11,8 @@
  *    object is distinct, written with its own pattern and read back, and
  *    the walker (pc_cache_check) counts exactly the objects out at each
  *    step, none at the end, after which a shrink leaves no slab; the
- *    cache's slab counts (made under c->lock with plain adds) are exact.
+ *    cache's slab counts are exact (that they are written under c->lock,
+ *    where slab_new counts them with a load and a store, is asserted there).
  *
  * Pinned to CPU 0 (the CPU slab checked is that CPU's); skipped where it
  * cannot pin. Runs with rseq and in the fallback (bulk_norseq): the slab
