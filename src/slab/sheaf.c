@@ -173,9 +173,13 @@ static void sheaf_demand_add(struct pc_cache *s, uint32_t weight)
  *     budget has room;
  *   - the budget is the process's, slub.barn_max_kb (the same KiB as the
  *     barns' raised bounds, counted apart: sheaves_charged), and a grown
- *     capacity is charged what every CPU's main and spare could hold above
- *     the default: 2 * CPUs * (capacity - default) slots and pointers
- *     (past_bytes). A barn's base bound of full sheaves shrinks by the same
+ *     capacity is charged what the main and spare of every CPU that has
+ *     used the cache could hold above the default: 2 * CPUs * (capacity -
+ *     default) slots and pointers (past_bytes; the CPUs counted when a
+ *     slot gets its first sheaf, s->sheaf_cpus, and the charge kept in
+ *     s->past_charged, set again at each change and decay pass: counting
+ *     every CPU of the machine stopped a class at 2x on 16 CPUs with the
+ *     default budget, however few used it). A barn's base bound of full sheaves shrinks by the same
  *     factor (barn.c, barn_bound), so the barns keep the bytes they kept;
  *   - each decay pass halves a grown capacity (not below the default) whose
  *     cache made fewer than PC_SHEAF_PAST_REFILLS refills since the previous
@@ -184,7 +188,7 @@ static void sheaf_demand_add(struct pc_cache *s, uint32_t weight)
  *     and pc_cache_destroy give a cache's whole charge back.
  * Every change of a capacity above the default holds slab_mutex (growth
  * tries it from the slow path, under the slot lock: a try never waits), so
- * sheaves_charged is always the sum of past_bytes over the caches. Sheaves
+ * sheaves_charged is always the sum of s->past_charged over the caches. Sheaves
  * of the old capacity serve until a slow path retires them, as after a
  * growth below the default.
  */
@@ -210,19 +214,25 @@ unsigned sheaf_top_capacity(size_t size, unsigned def)
 	return top * size <= SHEAF_PAST_BYTES && top <= PC_SHEAF_MAX ? (unsigned)top : def;
 }
 
-/* What a capacity of cap costs s above its default (see above). */
+/* What a capacity of cap costs s above its default (see above), for the
+ * CPUs that have had a sheaf of s (s->sheaf_cpus; at least one): a cache
+ * used on a few CPUs of many is charged for those only. */
 static size_t past_bytes(struct pc_cache *s, uint32_t cap)
 {
 	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
-	return cap > max ? (size_t)2 * os_cpu_count() * (cap - max) * (s->size + sizeof(void *)) : 0;
+	size_t cpus = PC_MAX(pc_load_relaxed(&s->sheaf_cpus), 1u);
+	return cap > max ? 2 * cpus * (cap - max) * (s->size + sizeof(void *)) : 0;
 }
 
-/* Move s's capacity (above its default) to cap; slab_mutex held. */
+/* Move s's capacity (above its default) to cap, charged for the CPUs that
+ * have used s so far; slab_mutex held. The charge is kept in
+ * s->past_charged: what it gives back when it changes again, whatever the
+ * CPUs count then. */
 static void past_set_locked(struct pc_cache *s, uint32_t cap)
 {
-	uint32_t old = pc_load_relaxed(&s->sheaf_capacity);
-	pc_sub_relaxed(&sheaves_charged, past_bytes(s, old));
-	pc_add_relaxed(&sheaves_charged, past_bytes(s, cap));
+	pc_sub_relaxed(&sheaves_charged, s->past_charged);
+	s->past_charged = past_bytes(s, cap);
+	pc_add_relaxed(&sheaves_charged, s->past_charged);
 	pc_store_relaxed(&s->sheaf_capacity, cap);
 	pc_store_relaxed(&s->sheaf_refills, 0);
 }
@@ -237,7 +247,7 @@ static void past_grow_locked(struct pc_cache *s)
 	if (cap < max || cap >= top || pc_load_relaxed(&s->sheaf_refills) < PC_SHEAF_PAST_REFILLS)
 		return; /* changed meanwhile */
 	uint32_t next = PC_MIN(cap * 2, top);
-	if (pc_load_relaxed(&sheaves_charged) + past_bytes(s, next) - past_bytes(s, cap) >
+	if (pc_load_relaxed(&sheaves_charged) - s->past_charged + past_bytes(s, next) >
 	    barn_budget_bytes()) {
 		pc_store_relaxed(&s->sheaf_refills, 0); /* count again before the next try */
 		return;
@@ -270,16 +280,19 @@ void sheaf_past_decay(struct pc_cache *s)
 	uint32_t max = pc_load_relaxed(&s->sheaf_capacity_max);
 	uint32_t n = pc_load_relaxed(&s->sheaf_refills);
 	pc_store_relaxed(&s->sheaf_refills, 0);
-	if (cap <= max ||
-	    (n >= PC_SHEAF_PAST_REFILLS &&
-	     pc_load_relaxed(&sheaves_charged) <= barn_budget_bytes()))
+	if (cap <= max)
 		return;
-	past_set_locked(s, PC_MAX(cap / 2, max));
+	/* CPUs that took up s since its charge was set are charged now: the
+	 * capacity kept while the total stays within the budget. */
+	size_t charged = pc_load_relaxed(&sheaves_charged) - s->past_charged + past_bytes(s, cap);
+	past_set_locked(s, n >= PC_SHEAF_PAST_REFILLS && charged <= barn_budget_bytes() ?
+				   cap : PC_MAX(cap / 2, max));
 }
 
 void sheaf_past_release(struct pc_cache *s)
 {
-	pc_sub_relaxed(&sheaves_charged, past_bytes(s, pc_load_relaxed(&s->sheaf_capacity)));
+	pc_sub_relaxed(&sheaves_charged, s->past_charged);
+	s->past_charged = 0;
 	pc_store_relaxed(&s->sheaf_refills, 0);
 }
 
@@ -424,6 +437,10 @@ static void bypass_free(struct pc_cache *s, struct pc_page *slab, void *obj)
 static void install(struct pc_cache *s, struct pc_sheaf_slot *slot, unsigned cpu,
 		    unsigned node, struct pc_sheaf *old, struct pc_sheaf *fresh)
 {
+	if (pc_unlikely(!slot->used)) { /* s's first sheaf on this CPU (past_bytes) */
+		slot->used = true;
+		pc_add_relaxed(&s->sheaf_cpus, 1);
+	}
 	struct pc_sheaf *left = os_rseq_slot_cas(s->slots, cpu, old, fresh) ? old : fresh;
 	if (left == &pc_sheaf_none)
 		return;

@@ -434,6 +434,7 @@ struct pc_sheaf_slot {
 	struct pc_sheaf *spare;        /* under lock; NULL if none */
 	struct pc_spin lock;
 	uint64_t decay_sig;            /* under lock: the decay's last look */
+	bool used;                     /* under lock: a sheaf was installed here (s->sheaf_cpus) */
 } __attribute__((aligned(1 << OS_RSEQ_SLOT_SHIFT)));
 _Static_assert(sizeof(struct pc_sheaf_slot) == 1 << OS_RSEQ_SLOT_SHIFT, "slot size");
 
@@ -593,6 +594,12 @@ struct pc_cache {
 	 * the process's budget. */
 	_Atomic uint32_t sheaf_capacity_top;
 	_Atomic uint32_t sheaf_refills;
+	/* The CPUs whose slot has had a sheaf of this cache (rseq mode; each
+	 * counted once, under its slot lock, never uncounted), and the bytes
+	 * its grown capacity is charged for them (under slab_mutex): sheaf.c,
+	 * "Past the default". */
+	_Atomic uint32_t sheaf_cpus;
+	size_t past_charged;
 	/* [pc_node_count()] each, in the cache's block after the nodes and
 	 * barns ("cache.c"; two arrays of PC_MAX_NODES were 1 KiB of every
 	 * cache): slow paths only. */

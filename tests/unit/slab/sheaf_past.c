@@ -13,7 +13,7 @@
  *                      PC_SHEAF_PAST_REFILLS refills at each step, up to the
  *                      top (4x the default where that is at most 64 KiB of
  *                      objects; 1 KiB keeps the default), where it stays;
- *                      the charge is exactly 2 * CPUs * (capacity -
+ *                      the charge is exactly 2 * CPUs used * (capacity -
  *                      default) slots and pointers, and the barn's base
  *                      bound of full sheaves is scaled down by the factor.
  *  barn_counts_default_sheaves  the barn of a grown cache keeps what it
@@ -31,6 +31,8 @@
  *  retune_and_destroy  a tunable change (a retune) puts a grown capacity
  *                      back at the default and gives its charge back; so
  *                      does pc_cache_destroy.
+ *  charged_for_cpus_used  the charge counts the CPUs that have used the
+ *                      cache (one, then two), not every CPU of the machine.
  *  Every test ends with no charge left (pc_slab_sheaf_charged() == 0).
  */
 #define _GNU_SOURCE
@@ -59,11 +61,22 @@ static unsigned def_of(struct pc_cache *s)
 	return sheaf_default_capacity(s->size);
 }
 
-/* What a capacity of cap is charged (sheaf.c, past_bytes). */
+/* The CPUs whose slot has had a sheaf of s (the test runs on CPU 0: one). */
+static size_t cpus_used(struct pc_cache *s)
+{
+	size_t n = 0;
+	for (unsigned c = 0; s->slots && c < os_cpu_count(); c++)
+		n += s->slots[c].used;
+	CHECK_EQ(n, pc_load_relaxed(&s->sheaf_cpus));
+	return PC_MAX(n, (size_t)1);
+}
+
+/* What a capacity of cap is charged (sheaf.c, past_bytes): for the CPUs
+ * that have used s, not every CPU of the machine. */
 static size_t charge_for(struct pc_cache *s, unsigned cap)
 {
 	unsigned def = def_of(s);
-	return cap > def ? (size_t)2 * os_cpu_count() * (cap - def) * (s->size + sizeof(void *)) : 0;
+	return cap > def ? 2 * cpus_used(s) * (cap - def) * (s->size + sizeof(void *)) : 0;
 }
 
 /* Allocate (and hold) until the capacity differs from what it was, or
@@ -284,6 +297,38 @@ TEST(retune_and_destroy)
 	set_opt(PC_OPT_SLUB_BARN_MAX_KB, -1);
 }
 
+/* A grown capacity is charged for the CPUs that have used the cache: one
+ * while only CPU 0 has, two once CPU 1 has had a sheaf of it too (from the
+ * next change or decay pass on); the pass keeps the charge exact. */
+TEST(charged_for_cpus_used)
+{
+	if (!rseq_mode() || os_cpu_count() < 2 || !pin_cpu(1) || !pin_cpu(0)) {
+		fprintf(stderr, "  needs rseq and CPUs 0 and 1: skipped\n");
+		return;
+	}
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 1L << 20);
+	struct pc_cache *s = make("past-cpus");
+	unsigned def = def_of(s);
+	to_default(s);
+	alloc_until_change(s, 64 * def);
+	CHECK_EQ(cap_of(s), 2 * def);
+	CHECK_EQ(pc_load_relaxed(&s->sheaf_cpus), 1);
+	CHECK_EQ(pc_slab_sheaf_charged(), 2 * 1 * (size_t)def * (s->size + sizeof(void *)));
+	REQUIRE(pin_cpu(1));
+	for (unsigned i = 0; i < PC_SHEAF_PAST_REFILLS * 4 * def; i++) {
+		REQUIRE(nheld < MAX_HELD);
+		REQUIRE((held[nheld++] = pc_cache_alloc(s)) != NULL);
+	}
+	CHECK_EQ(pc_load_relaxed(&s->sheaf_cpus), 2);
+	pc_slab_decay_pass();
+	CHECK(cap_of(s) > def); /* refills since the last look: kept */
+	CHECK_EQ(pc_slab_sheaf_charged(), charge_for(s, cap_of(s)));
+	CHECK_EQ(pc_slab_sheaf_charged(),
+		 2 * 2 * (size_t)(cap_of(s) - def) * (s->size + sizeof(void *)));
+	REQUIRE(pin_cpu(0));
+	finish(s);
+}
+
 int main(void)
 {
 	watchdog_install("sheaf_past: watchdog: the test hangs\n");
@@ -297,5 +342,6 @@ int main(void)
 	RUN(bounded_by_budget);
 	RUN(decay_takes_back);
 	RUN(retune_and_destroy);
+	RUN(charged_for_cpus_used);
 	return test_report();
 }
