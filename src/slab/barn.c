@@ -105,34 +105,46 @@ void sheaf_free(struct pc_sheaf *sh)
  * objects come in runs of a few slabs (freed in the order they were
  * allocated, and allocated from one slab at a time), so up to FLUSH_OPEN
  * chains are open at once; an object of another slab closes the oldest.
- * A slab may then get more than one chain: correct, only slower.
+ * A slab may then get more than one chain: correct, only slower. An object
+ * smaller than a page is matched to an open chain by address (each slab is
+ * one range of bytes), with no load: pc_slab_of, whose descriptor loads
+ * (two for an object on a tail page) were most of the loop's time (seed
+ * 002's Test B, 512 B), runs only for the first object of each chain. From
+ * a page up it still runs for each object (by address alone, Test B at 4-8
+ * KiB measured slower; docs/sheaves.md, "2026-11-24 night").
  */
 #define FLUSH_OPEN 4
 
 struct flush_chain {
-	struct pc_page *slab; /* NULL: not open */
+	uintptr_t base, bytes; /* the slab's range; bytes 0: not open */
+	struct pc_page *slab;
 	void *head, *tail;
 	uint32_t k;
 };
 
 static void flush_chain_close(struct pc_cache *s, struct flush_chain *ch)
 {
-	if (ch->slab)
+	if (ch->bytes)
 		slab_free_bulk(s, ch->slab, ch->head, ch->tail, ch->k);
-	ch->slab = NULL;
+	ch->bytes = 0;
 }
 
-/* The open chain of slab, or the oldest one closed and reopened for it. */
-static struct flush_chain *flush_chain_of(struct pc_cache *s, struct flush_chain *open,
-					  unsigned *oldest, struct pc_page *slab, void *obj)
+/* The oldest chain closed and reopened for obj's slab. */
+static struct flush_chain *flush_chain_open(struct pc_cache *s, struct flush_chain *open,
+					    unsigned *oldest, void *obj)
 {
-	for (unsigned j = 0; j < FLUSH_OPEN; j++)
-		if (open[j].slab == slab)
-			return &open[j];
+	struct pc_page *slab = pc_slab_of(obj);
+	/* A second copy of an object freed twice: its slab may have gone
+	 * back to the page allocator with the first one. */
+	if (pc_unlikely(!slab || slab->owner != s))
+		pc_slab_double_free(s, obj);
 	struct flush_chain *ch = &open[*oldest];
 	*oldest = (*oldest + 1) % FLUSH_OPEN;
 	flush_chain_close(s, ch);
-	*ch = (struct flush_chain){ .slab = slab, .head = NULL, .tail = obj, .k = 0 };
+	*ch = (struct flush_chain){ .base = (uintptr_t)pc_page_address(slab),
+				    .bytes = PC_PAGE_SIZE << pc_pg_order(slab),
+				    .slab = slab,
+				    .tail = obj };
 	return ch;
 }
 
@@ -143,15 +155,18 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
 	struct flush_chain open[FLUSH_OPEN] = { { 0 } };
 	unsigned oldest = 0;
+	bool by_address = s->size < PC_PAGE_SIZE;
 	for (uint32_t i = 0; i < sh->count; i++) {
 		void *obj = sh->objects[i];
-		struct pc_page *slab = pc_slab_of(obj);
-		/* A second copy of an object freed twice: its slab may have
-		 * gone back to the page allocator with the first one; or it
-		 * heads its slab's chain already (a cycle otherwise). */
-		if (pc_unlikely(!slab || slab->owner != s))
-			pc_slab_double_free(s, obj);
-		struct flush_chain *ch = flush_chain_of(s, open, &oldest, slab, obj);
+		struct flush_chain *ch = NULL;
+		for (unsigned j = 0; j < FLUSH_OPEN && !ch; j++)
+			if ((uintptr_t)obj - open[j].base < open[j].bytes &&
+			    (by_address || pc_slab_of(obj) == open[j].slab))
+				ch = &open[j];
+		if (!ch)
+			ch = flush_chain_open(s, open, &oldest, obj);
+		/* The first copy of an object freed twice heads its chain
+		 * already (a cycle otherwise). */
 		if (pc_unlikely(ch->head == obj))
 			pc_slab_double_free(s, obj);
 		slab_set_next(s, obj, ch->head);

@@ -14,6 +14,11 @@
  *    cache's slab counts are exact (that they are written under c->lock,
  *    where slab_new counts them with a load and a store, is asserted there).
  *
+ *  - flush_by_slab: a sheaf of objects of three slabs, interleaved, goes
+ *    back as one chain per slab (barn.c, sheaf_flush_objects: matched by
+ *    address below a page, through the slab's descriptor from a page up),
+ *    the objects still in use untouched, the walker's count exact.
+ *
  * Pinned to CPU 0 (the CPU slab checked is that CPU's); skipped where it
  * cannot pin. Runs with rseq and in the fallback (bulk_norseq): the slab
  * layer is the same in both.
@@ -118,8 +123,74 @@ TEST(new_slab_taken_whole)
 	CHECK_EQ(pc_cache_destroy(s), 0);
 }
 
+static uint64_t stat_of(struct pc_cache *s, enum pc_slab_stat k)
+{
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	return info.stats[k];
+}
+
+/* A sheaf holding `each` objects of each of three slabs, interleaved (one
+ * of each slab in turn), flushed: one chain per slab (three free_bulk), the
+ * slabs' other objects, still in use, untouched, and every count exact. For
+ * objects smaller than a page (matched to their chain by address) and of
+ * two pages (matched through their slab's descriptor). */
+static void flush_three_slabs(size_t size)
+{
+	set_opt(PC_OPT_STATS_ENABLE, 1);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 0); /* the test's sheaf only */
+	struct pc_cache *s = pc_cache_create("bulk-flush", size, 0, NULL);
+	REQUIRE(s);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	unsigned per = info.objects_per_slab;
+	REQUIRE(per >= 4 && 3 * per <= MAX);
+	/* Three slabs' worth, each taken whole: out[j * per ..] is slab j's. */
+	REQUIRE(slab_alloc_bulk(s, out, 3 * per) == 3 * per);
+	for (unsigned j = 0; j < 3; j++)
+		for (unsigned i = 1; i < per; i++)
+			REQUIRE(pc_slab_of(out[j * per + i]) == pc_slab_of(out[j * per]));
+	write_and_check(s, out, 3 * per, 3);
+	unsigned each = per / 2;
+	struct pc_sheaf *sh = sheaf_new(s, 3 * each);
+	REQUIRE(sh);
+	for (unsigned i = 0; i < each; i++)
+		for (unsigned j = 0; j < 3; j++)
+			sh->objects[sh->count++] = out[j * per + i];
+	uint64_t bulk = stat_of(s, PC_SLAB_STAT_free_bulk);
+	sheaf_flush_objects(s, sh);
+	CHECK_EQ(sh->count, 0);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_free_bulk) - bulk, 3);
+	CHECK_EQ(pc_cache_check(s), 3 * (per - each));
+	/* The objects still in use kept their contents. */
+	int bad = 0;
+	for (unsigned j = 0; j < 3; j++)
+		for (unsigned i = each; i < per; i++)
+			for (size_t b = 0; b < size; b++)
+				bad += ((unsigned char *)out[j * per + i])[b] != ((j * per + i + 3) & 0xff);
+	CHECK_EQ(bad, 0);
+	sheaf_free(sh);
+	for (unsigned j = 0; j < 3; j++)
+		for (unsigned i = each; i < per; i++)
+			pc_cache_free(s, out[j * per + i]);
+	CHECK_EQ(pc_cache_check(s), 0);
+	pc_cache_shrink(s);
+	pc_cache_info(s, &info);
+	CHECK_EQ(info.slabs, 0);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
+	set_opt(PC_OPT_STATS_ENABLE, 0);
+	CHECK_EQ(pc_cache_destroy(s), 0);
+}
+
+TEST(flush_by_slab)
+{
+	flush_three_slabs(256);
+	flush_three_slabs(2 * PC_PAGE_SIZE);
+}
+
 int main(void)
 {
 	RUN(new_slab_taken_whole);
+	RUN(flush_by_slab);
 	return test_report();
 }
