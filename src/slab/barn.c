@@ -106,12 +106,12 @@ void sheaf_free(struct pc_sheaf *sh)
  * allocated, and allocated from one slab at a time), so up to FLUSH_OPEN
  * chains are open at once; an object of another slab closes the oldest.
  * A slab may then get more than one chain: correct, only slower. An object
- * smaller than a page is matched to an open chain by address (each slab is
- * one range of bytes), with no load: pc_slab_of, whose descriptor loads
- * (two for an object on a tail page) were most of the loop's time (seed
- * 002's Test B, 512 B), runs only for the first object of each chain. From
- * a page up it still runs for each object (by address alone, Test B at 4-8
- * KiB measured slower; docs/sheaves.md, "2026-11-24 night").
+ * is matched to an open chain by address (each slab is one range of bytes;
+ * an open chain's slab keeps its objects counted in use, so it cannot go
+ * back and its range be reused during the flush), with no load:
+ * pc_slab_of, whose descriptor loads (two for an object on a tail page)
+ * were most of the loop's time (seed 002's Test B, 512 B), runs only for
+ * the first object of each chain.
  */
 #define FLUSH_OPEN 4
 
@@ -155,13 +155,11 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
 	struct flush_chain open[FLUSH_OPEN] = { { 0 } };
 	unsigned oldest = 0;
-	bool by_address = s->size < PC_PAGE_SIZE;
 	for (uint32_t i = 0; i < sh->count; i++) {
 		void *obj = sh->objects[i];
 		struct flush_chain *ch = NULL;
 		for (unsigned j = 0; j < FLUSH_OPEN && !ch; j++)
-			if ((uintptr_t)obj - open[j].base < open[j].bytes &&
-			    (by_address || pc_slab_of(obj) == open[j].slab))
+			if ((uintptr_t)obj - open[j].base < open[j].bytes)
 				ch = &open[j];
 		if (!ch)
 			ch = flush_chain_open(s, open, &oldest, obj);

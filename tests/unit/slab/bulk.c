@@ -16,8 +16,8 @@
  *
  *  - flush_by_slab: a sheaf of objects of three slabs, interleaved, goes
  *    back as one chain per slab (barn.c, sheaf_flush_objects: matched by
- *    address below a page, through the slab's descriptor from a page up),
- *    the objects still in use untouched, the walker's count exact.
+ *    address), at 256 B and at two pages (objects on tail pages), the
+ *    objects still in use untouched, the walker's count exact.
  *
  * Pinned to CPU 0 (the CPU slab checked is that CPU's); skipped where it
  * cannot pin. Runs with rseq and in the fallback (bulk_norseq): the slab
@@ -133,8 +133,7 @@ static uint64_t stat_of(struct pc_cache *s, enum pc_slab_stat k)
 /* A sheaf holding `each` objects of each of three slabs, interleaved (one
  * of each slab in turn), flushed: one chain per slab (three free_bulk), the
  * slabs' other objects, still in use, untouched, and every count exact. For
- * objects smaller than a page (matched to their chain by address) and of
- * two pages (matched through their slab's descriptor). */
+ * objects smaller than a page and of two pages (on tail pages too). */
 static void flush_three_slabs(size_t size)
 {
 	set_opt(PC_OPT_STATS_ENABLE, 1);
