@@ -163,12 +163,15 @@ static bool check_zone(struct pc_zone *z)
 {
 	size_t listed = 0, pcp_blocks = 0, runs = 0;
 	bool ok = true;
-	/* A release pass's blocks (runs) count in release_held
-	 * (run_release_held) from their take to their free back, both in one
-	 * in_flight window (release.c, run.c). */
-	PC_PAGE_CHECK(z->in_flight > 0 || (z->release_held == 0 && z->run_release_held == 0),
-		      "zone %u: %zu + %zu pages held by a release pass, none in flight", z->id,
-		      z->release_held, z->run_release_held);
+	/* A release pass's blocks (runs) count in release_held and
+	 * release_held_nr (run_release_held_nr) from their take to their free
+	 * back, both in one in_flight window (release.c, run.c). */
+	size_t held_nr = 0;
+	for (unsigned o = 0; o <= PC_MAX_ORDER; o++)
+		held_nr += z->release_held_nr[o] + z->run_release_held_nr[o];
+	PC_PAGE_CHECK(z->in_flight > 0 || (z->release_held == 0 && held_nr == 0),
+		      "zone %u: %zu pages, %zu pieces held by a release pass, none in flight", z->id,
+		      z->release_held, held_nr);
 	for (unsigned c = 0; ok && c < os_cpu_count(); c++)
 		ok = check_pcp(z, &z->pcp[c], &pcp_blocks);
 	ok = ok && check_free_areas(z, &listed);

@@ -91,13 +91,14 @@
  * free (a quarter region), else grows its own instance with a new region
  * (bound to the node), and only when the OS refuses takes any free memory of
  * its node, then of other nodes, then drains every per-CPU list. Before it
- * grows, a slow path that finds its zone's release batches holding enough
- * pages for the request (zone->release_held, run_release_held: free blocks
- * or free runs being madvised, on no list meanwhile) waits for them to come
- * back, 50 ms at most for the whole slow path, and takes again (page_alloc.c,
- * take_after_release): the zone has that memory, and a region mapped for
- * want of it stayed wholly free (issue 9). Callers may hold locks of the
- * layers above through the wait; the bound also keeps their hold short.
+ * grows, a slow path that finds its zone's release batches holding a piece
+ * that can serve the request (zone->release_held_nr, run_release_held_nr:
+ * free blocks or free runs being madvised, on no list meanwhile, by order)
+ * waits for them to come back, 50 ms at most for the whole slow path, and
+ * takes again (page_alloc.c, take_after_release): the zone has that
+ * memory, and a region mapped for want of it stayed wholly free (issue 9).
+ * Callers may hold locks of the layers above through the wait; the bound
+ * also keeps their hold short.
  *
  * Lock order (outermost first):  zone->grow_lock -> pcp->lock -> zone->lock
  * (the slab layer's list_lock sits before pcp->lock; grow_lock is never taken
@@ -178,13 +179,15 @@
  *     block or run between two zone-lock holds of a release pass or an
  *     unmapping is counted in zone->in_flight; the pages of a release
  *     pass's buddy blocks also in zone->release_held (0 when no pass holds
- *     any), which the peak of use and the release bound do not count as
- *     use, those of its free runs in zone->run_release_held (likewise); a fork child has none; a bit of pcp->used is set iff its list is
- *     not empty; every head on them has state PC_PG_PCP, aux
- *     = its length and order = floor(log2(length)) (so the lock-free double-
- *     free check, which trusts a free head's order, never claims a page
- *     beyond a run) and mem DIRTY if it was handed out since it left the
- *     zone, else the mem it had there;
+ *     any; not use for the peak and the release bound) and, by order, in
+ *     zone->release_held_nr, its free runs by floor(log2(length)) in
+ *     zone->run_release_held_nr (what the grow wait looks at; free runs
+ *     count as use, held or not); a fork child has none; a bit of
+ *     pcp->used is set iff its list is not empty; every head on them has
+ *     state PC_PG_PCP, aux = its length and order = floor(log2(length))
+ *     (so the lock-free double-free check, which trusts a free head's
+ *     order, never claims a page beyond a run) and mem DIRTY if it was
+ *     handed out since it left the zone, else the mem it had there;
  *   - run heap: a free run of n pages is on run_bins[n] (its dirty list iff
  *     its mem is DIRTY) with state PC_PG_RUN
  *     and aux n, its last page (n >= 2) has state PC_PG_RUN_END and aux n;
@@ -442,10 +445,12 @@ struct pc_zone {
 	 * yet freed back (release.c). Off the lists, so outside free_pages, but
 	 * no use: the peak of use and the bound leave them out. */
 	size_t release_held;
-	/* Under lock: pages of the free runs a release pass has taken off the
-	 * run heap and not yet freed back (run.c). With release_held, what an
-	 * allocation's slow path may wait for (page_alloc.c). */
-	size_t run_release_held;
+	/* Under lock: the pieces a release pass holds off the lists, by order:
+	 * its buddy blocks (release.c), its free runs by floor(log2(length))
+	 * (run.c). What an allocation's slow path may wait for (page_alloc.c,
+	 * take_after_release). */
+	unsigned release_held_nr[PC_MAX_ORDER + 1];
+	unsigned run_release_held_nr[PC_MAX_ORDER + 1];
 	size_t managed_pages;  /* under lock: pages in all regions */
 	/* Under lock: the chunks of the newest region not yet on the free lists
 	 * (buddy.c, "seeding"): its last seed_pages pages, FRESH, counted in

@@ -141,26 +141,39 @@ static struct pc_page *take_after_drain(const struct page_req *rq)
 #define GROW_WAIT_NS 50000000u /* 50 ms */
 
 /*
- * Under z->lock: whether release batches of z hold enough pages off its
- * lists to serve rq once back (z->release_held: a pass's buddy blocks,
- * release.c; z->run_release_held: its free runs, run.c). Either kind can
- * serve either request (held blocks give the run heap a chunk; held runs
- * can complete a chunk, which goes back as a top-order block), so their
- * sum is compared with what the request needs (a run with an alignment,
- * as zone_run_alloc_locked, its worst placement). Not waited for: an
- * unmapping (unmap.c: a wholly free region going away, which no request
- * gets back), a batch too small for the request (a pass over small blocks
- * while a 4 MiB block is asked for), and pcp batches (pcp.c: between a pcp
- * and the zone for one wait on this lock, no system call in between, and
- * of blocks of orders <= PC_PCP_MAX_ORDER). Held pieces that would merge
- * with free neighbours into enough are not counted: such a request grows
- * the zone, as it did before the wait.
+ * Under z->lock: whether a piece that release batches of z hold off its
+ * lists can serve rq once back on its own (z->release_held_nr: a pass's
+ * buddy blocks by order, release.c; z->run_release_held_nr: its free runs
+ * by floor(log2(length)), run.c). A block request: a held block of its
+ * order or above. A run request: a held top-order block (a chunk for the
+ * run heap), or a held run of at least what it needs (with an alignment,
+ * its worst placement, as zone_run_alloc_locked sizes it), counted from
+ * the order that holds need pages whatever their length: a held run of
+ * need up to that power of two is missed. Not waited for: an unmapping
+ * (unmap.c: a wholly free region going away, which no request gets back),
+ * pieces too small for the request (a pass over small blocks, or over free
+ * runs of partly used chunks, while a 4 MiB block is asked for), and pcp
+ * batches (pcp.c: between a pcp and the zone for one wait on this lock, no
+ * system call in between, and of blocks of orders <= PC_PCP_MAX_ORDER).
+ * Held pieces that would merge with free neighbours, or with each other,
+ * into enough are not counted either: such a request grows the zone, as
+ * it did before the wait.
  */
 static bool zone_held_serves_locked(const struct pc_zone *z, const struct page_req *rq)
 {
-	size_t need = rq->pages ? PC_MIN(rq->pages + rq->align_pages - 1, PC_RUN_MAX_PAGES)
-				: req_pages(rq);
-	return z->release_held + z->run_release_held >= need;
+	unsigned from = rq->order;
+	const unsigned *held = z->release_held_nr;
+	if (rq->pages) {
+		if (z->release_held_nr[PC_MAX_ORDER])
+			return true;
+		size_t need = PC_MIN(rq->pages + rq->align_pages - 1, PC_RUN_MAX_PAGES);
+		from = pc_log2(need) + ((need & (need - 1)) != 0); /* ceil(log2(need)) */
+		held = z->run_release_held_nr;
+	}
+	for (unsigned o = from; o <= PC_MAX_ORDER; o++)
+		if (held[o])
+			return true;
+	return false;
 }
 
 /*

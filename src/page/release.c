@@ -344,6 +344,7 @@ static unsigned take_batch(struct pc_zone *z, const struct release_goal *g,
 		if (!pg)
 			break;
 		z->release_held += (size_t)1 << orders[n];
+		z->release_held_nr[orders[n]]++;
 		pages[n++] = pg;
 	}
 	return n;
@@ -380,6 +381,7 @@ static size_t zone_release_until(struct pc_zone *z, const struct release_goal *g
 		for (unsigned i = 0; i < n; i++) {
 			zone_free_block_locked(z, pages[i], orders[i], done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY);
 			z->release_held -= (size_t)1 << orders[i];
+			z->release_held_nr[orders[i]]--;
 		}
 		z->in_flight--;
 		zone_publish_hints_locked(z);

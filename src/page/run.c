@@ -361,7 +361,7 @@ static unsigned run_take_due_locked(struct pc_zone *z, uint64_t due_before, size
 					break;
 				--*budget;
 				run_remove(z, pg); /* aux (its length) stays */
-				z->run_release_held += pg->aux;
+				z->run_release_held_nr[pc_log2(pg->aux)]++;
 				runs[taken++] = pg;
 			}
 		}
@@ -393,7 +393,7 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 		pc_lock_acquire(&z->lock);
 		for (unsigned i = 0; i < n; i++) {
 			struct pc_region *r = pc_page_region(runs[i]);
-			z->run_release_held -= runs[i]->aux;
+			z->run_release_held_nr[pc_log2(runs[i]->aux)]--;
 			run_free_range(z, r, (size_t)(runs[i] - r->pages), runs[i]->aux,
 				       done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY, runs[i]->freed_ns);
 		}

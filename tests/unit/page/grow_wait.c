@@ -40,6 +40,10 @@
  *      cannot serve it, so the allocation must grow the zone (one region)
  *      without waiting (the hook at PC_PAGE_TEST_GROW_WAIT never runs;
  *      review of growwait, item 3: it waited for any work in flight).
+ *  (e) no_wait_for_small_pieces: as (d), but one run freed in each of 4
+ *      chunks (4 x 256 pages held, as many as the block asked for, none of
+ *      them a piece that can serve it): no wait, one region (review of
+ *      waitfix, item 1: a sum of held pages waited for it).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -249,37 +253,56 @@ TEST(wait_bounded)
  * a chunk cut into runs of RUN_PAGES, one freed (dirty), every top-order
  * block of the zone taken, the clock moved past the delay.
  * (d) with block set: it wants a top-order block, which the held run
- * cannot give (its chunk stays partly used). */
-static void runs_case(bool block)
+ * cannot give (its chunk stays partly used).
+ * (e) with block set and chunks 4: 4 chunks cut so, one run freed in each. */
+#define CHUNKS_MAX 4
+static void runs_case(bool block, size_t chunks)
 {
-	enum { NRUNS = BLOCK_PAGES / RUN_PAGES };
+	enum { NRUNS = BLOCK_PAGES / RUN_PAGES * CHUNKS_MAX };
 	void *runs[NRUNS];
+	bool freed[NRUNS] = { false };
+	uintptr_t chunk_of[CHUNKS_MAX];
+	size_t nruns = BLOCK_PAGES / RUN_PAGES * chunks, nfreed = 0;
+	REQUIRE(chunks <= CHUNKS_MAX);
 	setup();
 	pass_runs = true;
 	want_run = !block;
 	hold_pass = false;
 	expect_wait = !block;
-	for (size_t i = 0; i < NRUNS; i++) {
+	for (size_t i = 0; i < nruns; i++) {
 		runs[i] = pc_alloc_run(RUN_PAGES);
 		REQUIRE(runs[i] != NULL);
 		memset(runs[i], 0x5a, PC_PAGE_SIZE);
 	}
 	fill_zone();
-	REQUIRE(zone_of(runs[0]) == zone);
-	pc_free_run(runs[0], RUN_PAGES);
+	/* One run of each chunk freed (chunks are 4 MiB aligned). */
+	for (size_t i = 0; i < nruns && nfreed < chunks; i++) {
+		uintptr_t c = (uintptr_t)runs[i] / (BLOCK_PAGES * PC_PAGE_SIZE);
+		bool seen = false;
+		for (size_t k = 0; k < nfreed; k++)
+			seen = seen || chunk_of[k] == c;
+		if (seen)
+			continue;
+		REQUIRE(zone_of(runs[i]) == zone);
+		chunk_of[nfreed++] = c;
+		pc_free_run(runs[i], RUN_PAGES);
+		freed[i] = true;
+	}
+	REQUIRE(nfreed == chunks);
 	pc_lock_acquire(&zone->lock);
 	size_t run_free = zone->run_free_pages, run_dirty = zone->run_dirty_pages;
 	pc_lock_release(&zone->lock);
-	REQUIRE(run_free == RUN_PAGES); /* the only free run: the one freed */
-	REQUIRE(run_dirty == RUN_PAGES);
-	pc_page_clock_advance(2 * 3600000000000ull); /* the run is due */
-	pass_and_check(due_pass, 1);
+	REQUIRE(run_free == chunks * RUN_PAGES); /* the only free runs: those freed */
+	REQUIRE(run_dirty == chunks * RUN_PAGES);
+	pc_page_clock_advance(2 * 3600000000000ull); /* the runs are due */
+	pass_and_check(due_pass, (int)chunks); /* one batch of them */
 	if (got && block)
 		pc_free_pages(got, PC_MAX_ORDER);
 	else if (got)
 		pc_free_run(got, RUN_PAGES);
-	for (size_t i = 1; i < NRUNS; i++)
-		pc_free_run(runs[i], RUN_PAGES);
+	for (size_t i = 0; i < nruns; i++)
+		if (!freed[i])
+			pc_free_run(runs[i], RUN_PAGES);
 	for (size_t i = 0; i < nblocks; i++)
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
 	pc_page_trim();
@@ -287,12 +310,17 @@ static void runs_case(bool block)
 
 TEST(no_region_while_runs_held)
 {
-	runs_case(false);
+	runs_case(false, 1);
 }
 
 TEST(no_wait_when_held_too_small)
 {
-	runs_case(true);
+	runs_case(true, 1);
+}
+
+TEST(no_wait_for_small_pieces)
+{
+	runs_case(true, CHUNKS_MAX);
 }
 
 int main(void)
@@ -302,5 +330,6 @@ int main(void)
 	RUN(no_region_while_runs_held);
 	RUN(wait_bounded);
 	RUN(no_wait_when_held_too_small);
+	RUN(no_wait_for_small_pieces);
 	return test_report();
 }
