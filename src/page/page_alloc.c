@@ -215,6 +215,8 @@ static struct pc_page *take_after_release(struct pc_zone *z, const struct page_r
 		if (pg)
 			zone_publish_hints_locked(z);
 		pc_lock_release(&z->lock);
+		if (pg)
+			zone_release_if_over(z); /* as zone_take's zone path: the reuse, the bound */
 		if (!wait)
 			return pg;
 		uint64_t now = os_now_ns();
