@@ -133,8 +133,7 @@ static struct pc_page *take_after_drain(const struct page_req *rq)
 	return NULL;
 }
 
-/* A batch of 32 resident 4 MiB blocks takes ms to madvise on an idle
- * machine; with 8 copies of medium_idle's old burst at once on 2 cores
+/* With 8 copies of medium_idle's old burst at once on 2 cores
  * (load average 15-21), 30 ms ran out in 3 runs of about 220 and 50 ms in
  * 1 of 240 (the zone then grew, as before: docs/pages.md, "helper
  * growwait"). */
