@@ -36,8 +36,15 @@
  *                    burst wants the thread but starts none.
  * No verdict depends on timing: the thread's start is checked once the
  * burst is over, and residency is polled every 10 ms with no time limit
- * but the watchdog (120 s; at the 100 ms delay set here it falls within
- * a second or two). Under a seccomp filter burst_then_sleep is skipped.
+ * but the watchdog (at the 100 ms delay set here it falls within a second
+ * or two). The watchdog (unit_helpers.h) fires after 120 s without
+ * progress, and each block or growth step of the burst is progress: the
+ * burst itself may be slow (under ThreadSanitizer realloc_then_sleep's
+ * growth copies the block at every step: 11-44 s alone at load 40-85, and
+ * once over 120 s in a loaded ctest -j3, where a plain alarm(120) that
+ * also timed the burst failed the test); what may not last is the wait
+ * for the sleep or for the pages. Under a seccomp filter burst_then_sleep
+ * is skipped.
  *
  * PC_TEST_LABELS: tsan
  */
@@ -80,6 +87,7 @@ static void burst_alloc(void)
 		blocks[i] = pc_malloc(BLOCK);
 		REQUIRE(blocks[i] != NULL);
 		touch_pages(blocks[i], BLOCK, (char)i);
+		test_progress(); /* for the watchdog: the burst moves */
 	}
 	resident_at_peak = blocks_resident();
 }
@@ -111,11 +119,12 @@ static bool woke_after_free = true;
  * `pages` pages that `resident` counts; then the main thread makes no
  * allocator call. 1: the thread did not start; 3: the pages were not
  * resident at the peak; 4: the frees did not wake the sleeping thread;
- * pages that stay resident end the child by the watchdog (exit 2). */
+ * pages that stay resident end the child by the watchdog (exit 2: 120 s
+ * without progress, which only the burst makes). */
 static int idle_after(void *(*work)(void *), size_t pages, size_t (*resident)(void))
 {
 	watchdog_install("huge_idle: no sleep, or the pages stayed resident (120 s)\n");
-	alarm(120);
+	watchdog_arm(120);
 	REQUIRE(pc_malloc_init());
 	REQUIRE(pc_option(PC_OPT_VM_RELEASE_THREAD) == PC_RELEASE_THREAD_AUTO);
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 100);
@@ -195,6 +204,7 @@ static void *grow_burst(void *arg)
 		REQUIRE(p != NULL);
 		touch_pages(p + size, next - size, 2);
 		size = next;
+		test_progress(); /* for the watchdog: the growth moves */
 	}
 	grown = p;
 	resident_at_peak = resident_pages(p, GROWN >> PC_PAGE_SHIFT);
