@@ -155,10 +155,12 @@ static bool malloc_init_once(void)
 	bool ok = pc_page_try_init() &&
 		  (pc_sheaf_mode() != PC_SHEAF_MODE_THREAD || make_every_class());
 	/* The per-CPU medium cache (rseq mode) starts at the first medium miss
-	 * (medium_init), so that a program that never allocates a medium block
-	 * writes none of its per-CPU slots; thread mode's needs nothing per
-	 * CPU and starts now. */
-	if (ok && pc_sheaf_mode() == PC_SHEAF_MODE_THREAD)
+	 * (medium_start), so that a program that never allocates a medium block
+	 * writes none of its per-CPU slots; its budget, hook and fork handlers
+	 * are set up now. Thread mode's needs nothing per CPU and starts now. */
+	if (ok && pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ)
+		medium_init();
+	else if (ok && pc_sheaf_mode() == PC_SHEAF_MODE_THREAD)
 		medium_thread_init();
 	if (ok && !pc_page_release_hook_add(huge_release_hook))
 		pc_message("malloc: no release hook slot left; the release thread will not expire cached huge blocks");

@@ -143,6 +143,7 @@ bool large_grow_in_place(struct pc_page *pg, void *p, size_t new_size);
 extern _Atomic(char *) pc_medium_slots PC_HIDDEN;
 extern size_t pc_medium_stride PC_HIDDEN;
 bool medium_init(void);
+bool medium_start(void); /* the per-CPU cache itself, at the first miss (medium.c) */
 size_t medium_flush(void);            /* every CPU's blocks to the pages; bytes */
 size_t medium_decay(void);            /* those of CPUs idle since the last call */
 size_t medium_cached_bytes(void);     /* bytes held by the cache (racy sum) */
@@ -260,7 +261,7 @@ PC_INLINE bool medium_thread_push(void *p, size_t pages)
  * thread's array; NULL if none. */
 PC_INLINE void *medium_cache_pop(size_t pages)
 {
-	char *slots = pc_load_relaxed(&pc_medium_slots);
+	char *slots = pc_load_acquire(&pc_medium_slots); /* medium.c: medium_init_once's release */
 	if (pc_likely(slots != NULL))
 		return os_rseq_pop(slots + (pages - PC_MEDIUM_MIN_PAGES) * pc_medium_stride);
 	return medium_thread_pop(pages);
@@ -271,7 +272,7 @@ PC_INLINE void *medium_cache_pop(size_t pages)
  * block to the page allocator. */
 PC_INLINE void medium_cache_push(void *p, size_t pages)
 {
-	char *slots = pc_load_relaxed(&pc_medium_slots);
+	char *slots = pc_load_acquire(&pc_medium_slots); /* as in medium_cache_pop */
 	if (pc_unlikely(slots == NULL)) {
 		if (!medium_thread_push(p, pages))
 			medium_thread_free_slow(p, (unsigned)pages);

@@ -62,7 +62,7 @@
  * have is lost in the child, like any block such a thread held.
  *
  * Rseq mode (the slab layer's PC_SHEAF_MODE_RSEQ), started by the first
- * medium miss (medium_init; NULL slots before: medium blocks go to and come
+ * medium miss (medium_start; NULL slots before: medium blocks go to and come
  * from the page allocator directly); without rseq,
  * pc_medium_slots stays NULL and medium_thread.c keeps per-thread arrays
  * instead (medium_flush, medium_decay and medium_cached_bytes cover both).
@@ -199,7 +199,7 @@ static struct os_rseq_stack *medium_stack_of(unsigned cpu, unsigned k)
 
 static void **medium_slot_of(unsigned cpu, unsigned k)
 {
-	char *slots = pc_load_relaxed(&pc_medium_slots);
+	char *slots = pc_load_acquire(&pc_medium_slots);
 	return (void **)(slots + k * pc_medium_stride + ((size_t)cpu << OS_RSEQ_SLOT_SHIFT));
 }
 
@@ -222,7 +222,7 @@ static uint32_t medium_load_relaxed_u32(const uint32_t *p)
 static uint32_t medium_shrink_class(unsigned cpu, unsigned k, uint32_t want, bool evict)
 {
 	struct os_rseq_stack *st = medium_stack_of(cpu, k);
-	void *base = pc_load_relaxed(&pc_medium_slots) + k * pc_medium_stride;
+	void *base = pc_load_acquire(&pc_medium_slots) + k * pc_medium_stride;
 	uint32_t pages = k + PC_MEDIUM_MIN_PAGES, cap = medium_load_relaxed_u32(&st->capacity);
 	for (uint32_t i = 0; evict && i < cap && os_rseq_cpu_id() == (int32_t)cpu; i++) {
 		uint32_t count = medium_load_relaxed_u32(&st->count);
@@ -406,11 +406,11 @@ static void *medium_refill(size_t pages)
  * halving is not undone. */
 PC_NOINLINE void *medium_cache_miss(size_t pages)
 {
-	/* The process's first medium miss starts the cache (medium_init); a
+	/* The process's first medium miss starts the cache (medium_start); a
 	 * start that failed is tried again by the next miss. Acquire: pairs
-	 * with medium_init's release (medium_ncpus, medium_cpus). */
-	if (pc_unlikely(!pc_load_acquire(&pc_medium_slots)))
-		medium_init();
+	 * with medium_init_once's release (medium_ncpus, medium_cpus). */
+	if (pc_unlikely(!pc_load_acquire(&pc_medium_slots)) && pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ)
+		medium_start();
 	int32_t cpu = os_rseq_cpu_id();
 	if (pc_load_acquire(&pc_medium_slots) && cpu >= 0 && (unsigned)cpu < medium_ncpus) {
 		struct medium_cpu *mc = &medium_cpus[cpu];
@@ -540,7 +540,7 @@ static size_t medium_flush_cpus_entered(bool all)
 
 static size_t medium_flush_cpus(bool all)
 {
-	/* Acquire: pairs with medium_init's release (stacks, cpus, ncpus). */
+	/* Acquire: pairs with medium_init_once's release (stacks, cpus, ncpus). */
 	if (!pc_load_acquire(&pc_medium_slots))
 		return 0;
 	medium_enter();
@@ -722,9 +722,14 @@ static void medium_budget_changed(long kb)
 		medium_flush();
 }
 
+/* Until the cache has started (NULL slots) there is nothing to lock. The
+ * pointer cannot change during a fork: it is published inside a pc_once,
+ * and fork() waits for running inits and starts none (os.h). */
 static void medium_prefork(void)
 {
 	medium_enter(); /* left in both postfork handlers */
+	if (!pc_load_acquire(&pc_medium_slots))
+		return;
 	pc_spin_lock(&medium_decay_lock);
 	for (unsigned c = 0; c < medium_ncpus; c++)
 		pc_spin_lock(&medium_cpus[c].lock);
@@ -732,17 +737,21 @@ static void medium_prefork(void)
 
 static void medium_postfork_parent(void)
 {
-	for (unsigned c = medium_ncpus; c-- > 0;)
-		pc_spin_unlock(&medium_cpus[c].lock);
-	pc_spin_unlock(&medium_decay_lock);
+	if (pc_load_acquire(&pc_medium_slots)) {
+		for (unsigned c = medium_ncpus; c-- > 0;)
+			pc_spin_unlock(&medium_cpus[c].lock);
+		pc_spin_unlock(&medium_decay_lock);
+	}
 	medium_leave();
 }
 
 static void medium_postfork_child(void)
 {
-	for (unsigned c = 0; c < medium_ncpus; c++)
-		pc_spin_reinit(&medium_cpus[c].lock);
-	pc_spin_reinit(&medium_decay_lock);
+	if (pc_load_acquire(&pc_medium_slots)) {
+		for (unsigned c = 0; c < medium_ncpus; c++)
+			pc_spin_reinit(&medium_cpus[c].lock);
+		pc_spin_reinit(&medium_decay_lock);
+	}
 	medium_leave();
 }
 
@@ -754,7 +763,19 @@ static const struct pc_life medium_life = {
 	.postfork_child = medium_postfork_child,
 };
 
-/* Once, at the first medium miss in rseq mode (medium_init): map the slots,
+/* At start-up, in rseq mode: the budget, its change hook and the fork
+ * handlers, which cost no memory, so that the budget follows the tunable
+ * from the start and nothing is registered later, when a signal handler
+ * may have interrupted a registration of its own thread. */
+bool medium_init(void)
+{
+	pc_store_relaxed(&medium_budget, medium_kb_to_pages(pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB)));
+	pc_option_on_change(PC_OPT_MALLOC_MEDIUM_CACHE_KB, medium_budget_changed);
+	pc_life_register(&medium_life);
+	return true;
+}
+
+/* Once, at the first medium miss in rseq mode (medium_start): map the slots,
  * medium_stacks and per-CPU records, point every slot at its (empty,
  * zero-filled) stack, then publish the slots. False if the OS refused the
  * memory (the cache stays off until a later miss starts it). */
@@ -777,15 +798,10 @@ static bool medium_init_once(void)
 	for (unsigned k = 0; k < PC_MEDIUM_CLASSES; k++)
 		for (unsigned c = 0; c < medium_ncpus; c++)
 			*(void **)(mem + k * pc_medium_stride + ((size_t)c << OS_RSEQ_SLOT_SHIFT)) = medium_stack_of(c, k);
-	pc_store_relaxed(&medium_budget, medium_kb_to_pages(pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB)));
-	pc_option_on_change(PC_OPT_MALLOC_MEDIUM_CACHE_KB, medium_budget_changed);
-	pc_life_register(&medium_life);
-	/* Release: the slots, medium_stacks, medium_cpus and the stride before
-	 * the pointer. The fast paths (malloc.h) load it relaxed and reach the
-	 * slot, the stack and the stride through it: on x86-64, the one
-	 * target of the rseq sequences, loads are not reordered with loads,
-	 * so a fast path that sees the pointer sees what was written before
-	 * it; the slow paths here load it with acquire. */
+	/* Release: the slots, medium_stacks, medium_cpus, medium_ncpus and the
+	 * stride before the pointer; every load of it that goes on to use them
+	 * (the fast paths in malloc.h, the slow paths here) is an acquire,
+	 * which on x86-64 is a plain load. */
 	pc_store_release(&pc_medium_slots, mem);
 	return true;
 }
@@ -798,16 +814,16 @@ static bool medium_init_once(void)
  * KiB blocks should not pay (docs/footprint.md, "2026-11-24 night, helper
  * startup"). Until then a medium block takes and frees pages directly, as
  * with the cache off. True when the cache is on. A signal handler that
- * interrupted a medium path of its own thread (the start included) starts
- * nothing: the start takes locks that thread may hold.
+ * interrupted a medium or sheaf path of its own thread (the start
+ * included) starts nothing: the start takes locks that thread may hold.
  */
 static _Atomic uint32_t medium_once; /* pc_once */
 
-bool medium_init(void)
+bool medium_start(void)
 {
 	if (pc_likely(pc_once_done(&medium_once)))
 		return true;
-	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || medium_reentered())
+	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || medium_reentered() || pc_slab_reentered())
 		return false;
 	medium_enter();
 	bool ok = pc_once(&medium_once, medium_init_once);

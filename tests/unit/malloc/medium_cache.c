@@ -131,8 +131,8 @@ TEST(mode)
 {
 	REQUIRE(pc_malloc_init());
 	/* Per-CPU stacks exactly in rseq mode, started by the first medium
-	 * miss or here (medium_init; malloc/medium_lazy tests the start). */
-	CHECK_EQ(medium_init(), pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ);
+	 * miss or here (medium_start; malloc/medium_lazy tests the start). */
+	CHECK_EQ(medium_start(), pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ);
 	CHECK_EQ(rseq_mode(), pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ);
 	/* The default ceiling is 8 MiB per CPU; thread mode keeps a quarter
 	 * of it per thread, at most 512 KiB (128 pages). */

@@ -1,7 +1,7 @@
 /*
  * tests/unit/malloc/medium_lazy.c - the per-CPU medium cache (rseq mode) is
  * started by the first medium miss, not at start-up (malloc/medium.c,
- * medium_init; docs/footprint.md, "2026-11-24 night, helper startup"): a
+ * medium_start; docs/footprint.md, "2026-11-24 night, helper startup"): a
  * program that never allocates an 8-256 KiB block maps and writes none of
  * its per-CPU slots. White-box: links the static library, so malloc here is
  * pcmalloc. In thread mode (the _norseq run) the per-CPU cache never
@@ -17,6 +17,9 @@
  *                      is kept on this CPU's stack and handed out again.
  *  racing_first_miss   8 threads released at once make their first medium
  *                      malloc: one start, every block usable.
+ *  refused_start_retried  the start's mapping refused (injected): the
+ *                      malloc still gets its block, the cache stays off;
+ *                      the next miss starts it.
  */
 #define _GNU_SOURCE
 #include "test.h"
@@ -55,7 +58,7 @@ TEST(reentered_no_start)
 {
 	REQUIRE(!started()); /* (not_at_start_up failed: the rest means nothing) */
 	medium_enter();
-	CHECK(!medium_init());
+	CHECK(!medium_start());
 	char *p = pc_malloc(16 * KiB);
 	CHECK(!started());
 	medium_leave();
@@ -79,7 +82,7 @@ TEST(first_miss_starts)
 	CHECK(q == p);
 	CHECK_EQ(medium_cached_bytes(), 0);
 	pc_free(q);
-	CHECK_EQ(medium_init(), rseq_mode());
+	CHECK_EQ(medium_start(), rseq_mode());
 }
 
 #define RACERS 8
@@ -117,6 +120,40 @@ static void racing_body(void)
 	_exit(pc_page_check() ? 0 : 5);
 }
 
+/* Runs in a child, where nothing has started the cache yet (rseq mode:
+ * thread mode never maps one). The miss's first mapping is the start's. */
+static void refused_body(void)
+{
+	if (!rseq_mode())
+		_exit(0);
+	unsigned long before = os_injected_failures();
+	os_inject_map_failures(0, 1);
+	char *p = pc_malloc(16 * KiB);
+	if (p == NULL)
+		_exit(2);
+	memset(p, 4, 16 * KiB);
+	if (started() || os_injected_failures() != before + 1)
+		_exit(3);
+	char *q = pc_malloc(16 * KiB);
+	if (q == NULL || !started())
+		_exit(4);
+	pc_free(p);
+	pc_free(q);
+	_exit(pc_page_check() ? 0 : 5);
+}
+
+TEST(refused_start_retried)
+{
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		refused_body();
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st));
+	CHECK_EQ(WEXITSTATUS(st), 0);
+}
+
 TEST(racing_first_miss)
 {
 	pid_t pid = fork();
@@ -134,6 +171,7 @@ int main(void)
 	RUN(not_at_start_up); /* first: nothing has made a medium block yet */
 	RUN(reentered_no_start);
 	RUN(racing_first_miss); /* a child of a process where it has not started */
+	RUN(refused_start_retried); /* the same */
 	if (!pin_cpu0_or_skip())
 		return test_report();
 	/* No decay pass between a free and the malloc after it: no release

@@ -166,7 +166,7 @@ TEST(other_class_resets)
 int main(void)
 {
 	REQUIRE(pc_malloc_init());
-	medium_init(); /* started now, not by the first test's first miss */
+	medium_start(); /* started now, not by the first test's first miss */
 	if (pc_load_relaxed(&pc_medium_slots) == NULL) {
 		fprintf(stderr, "no per-CPU medium cache (thread mode): skipped\n");
 		return 0;
