@@ -131,8 +131,16 @@ static bool os_map_inject_now(void)
 }
 
 /* ---- memory ------------------------------------------------------------------ */
+static _Atomic unsigned long os_maps_count PC_STARTUP_DATA; /* mmap(2) calls, for tests */
+
+unsigned long os_maps_made(void)
+{
+	return pc_load_relaxed(&os_maps_count);
+}
+
 static void *os_mmap_anon_at(void *hint, size_t size)
 {
+	pc_add_relaxed(&os_maps_count, 1); /* relaxed: a count, ordered with nothing */
 	void *p = mmap(hint, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
@@ -153,6 +161,7 @@ static void *os_mmap_anon(size_t size)
  * unmapped and the answer is EEXIST too. */
 static void *os_mmap_exactly_at(char *at, size_t size)
 {
+	pc_add_relaxed(&os_maps_count, 1);
 	char *p = mmap(at, size, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 	if (p == MAP_FAILED) {
@@ -185,6 +194,17 @@ static void *os_mmap_exactly_at(char *at, size_t size)
  */
 static _Atomic uint8_t os_aligned_made PC_STARTUP_DATA; /* an aligned mapping was made before */
 
+/* size bytes alone: true when that is the answer (*first aligned, or NULL:
+ * refused); false with *first the unaligned place, already unmapped. */
+static bool os_mmap_exact_first(size_t size, size_t align, char **first)
+{
+	*first = os_mmap_anon(size);
+	if (*first == NULL || ((uintptr_t)*first & (align - 1)) == 0)
+		return true;
+	munmap(*first, size);
+	return false;
+}
+
 static void *os_mmap_aligned(size_t size, size_t align)
 {
 	size_t over = size + align - PC_PAGE_SIZE;
@@ -194,20 +214,12 @@ static void *os_mmap_aligned(size_t size, size_t align)
 	/* relaxed: a guess at where the kernel will place the mapping; a
 	 * stale value costs system calls, never correctness. */
 	bool tried = pc_load_relaxed(&os_aligned_made) != 0;
-	if (tried) {
-		first = os_mmap_anon(size);
-		if (first == NULL || ((uintptr_t)first & (align - 1)) == 0)
-			return first;
-		munmap(first, size);
-	}
+	if (tried && os_mmap_exact_first(size, align, &first))
+		return first;
 	char *raw = os_mmap_anon(over);
 	if (raw == NULL) {
-		if (!tried) {
-			first = os_mmap_anon(size);
-			if (first == NULL || ((uintptr_t)first & (align - 1)) == 0)
-				return first;
-			munmap(first, size);
-		}
+		if (!tried && os_mmap_exact_first(size, align, &first))
+			return first;
 		char *up = (char *)pc_align_up((uintptr_t)first, align);
 		char *p = os_mmap_exactly_at(up, size);
 		return p ? p : os_mmap_exactly_at(up - align, size);
@@ -366,30 +378,26 @@ size_t os_resident_bytes(void)
 }
 
 /* ---- files and stderr ------------------------------------------------------------ */
+/* Counts for tests (relaxed: ordered with nothing). */
 static _Atomic unsigned long os_files_opened_count PC_STARTUP_DATA;
+static _Atomic unsigned long os_file_reads_count PC_STARTUP_DATA;
 
 unsigned long os_files_opened(void)
 {
 	return pc_load_relaxed(&os_files_opened_count);
 }
 
-/* A file of /sys (an attribute) is handed out whole by its first read, up
- * to a page: a read that ends a line and leaves room in buf is the end of
- * it, and the read(2) that would return 0 is not made. Other files (/proc's
- * are produced a record at a time) are read to the end. */
-static bool os_starts_with(const char *s, const char *prefix)
+unsigned long os_file_reads(void)
 {
-	while (*prefix != '\0' && *s == *prefix) /* not strncmp: another libc page */
-		s++, prefix++;
-	return *prefix == '\0';
+	return pc_load_relaxed(&os_file_reads_count);
 }
 
-long os_read_file(const char *path, char *buf, size_t cap)
+/* one_line: a read(2) that ends a line and leaves room ends the file. */
+static inline __attribute__((always_inline)) long os_read_small(const char *path, char *buf,
+								 size_t cap, bool one_line)
 {
-	bool sysfs = os_starts_with(path, "/sys/");
 	size_t len = 0;
 	int fd;
-	/* relaxed: a count for tests, ordered with nothing. */
 	pc_add_relaxed(&os_files_opened_count, 1);
 	do
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -397,10 +405,11 @@ long os_read_file(const char *path, char *buf, size_t cap)
 	if (fd < 0)
 		return -1;
 	while (len + 1 < cap) {
+		pc_add_relaxed(&os_file_reads_count, 1);
 		ssize_t n = read(fd, buf + len, cap - 1 - len);
 		if (n > 0) {
 			len += (size_t)n;
-			if (sysfs && len + 1 < cap && buf[len - 1] == '\n')
+			if (one_line && len + 1 < cap && buf[len - 1] == '\n')
 				break;
 		} else if (n == 0) {
 			break;
@@ -414,6 +423,16 @@ long os_read_file(const char *path, char *buf, size_t cap)
 	close(fd);
 	buf[len] = '\0';
 	return (long)len;
+}
+
+long os_read_file(const char *path, char *buf, size_t cap)
+{
+	return os_read_small(path, buf, cap, false);
+}
+
+long os_read_line(const char *path, char *buf, size_t cap)
+{
+	return os_read_small(path, buf, cap, true);
 }
 
 void os_write_stderr(const char *buf, size_t len)

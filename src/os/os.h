@@ -250,7 +250,9 @@ void os_symbolize(uintptr_t addr, char *buf, size_t size);
 const char *os_getenv(const char *name);
 /* Whether some variable of the environment starts with prefix (len bytes):
  * one pass over environ, so that start-up can skip looking up each of its
- * names when none is set. Inline: start-up code (cmake/hot-text.ld). */
+ * names when none is set. Inline (into options_init_once) so that it needs
+ * no line of its own in cmake/hot-text.ld, which keeps start-up code in the
+ * first 64 KiB of text; environ is therefore declared here. */
 extern char **environ;
 PC_INLINE bool os_env_has_prefix(const char *prefix, size_t len)
 {
@@ -384,24 +386,34 @@ bool pc_life_is_registered(const char *name);
 /* ---- helpers shared by the os/ files (usable by any layer) ---------------- */
 /*
  * PC_STARTUP_DATA: a zero-initialised variable that every process's
- * start-up reads or writes, placed in .data rather than .bss. The loader's
- * relocations write every page of libpcmalloc.so's .data (pointer tables
- * fill it), so such a variable costs no page fault of its own; in .bss the
- * first read of an untouched page maps the zero page and the first write
- * faults again, two faults and a page of RSS for a few bytes
- * (docs/footprint.md, "2026-11-24 night, helper startup"). Small scalars
- * only: what is added here moves the .bss behind it.
+ * start-up reads or writes, placed in .data rather than .bss. In
+ * libpcmalloc.so today the loader's relocations write every page of .data:
+ * the table pc_class_cache_of8 (8 KiB of pointers, malloc/init.c) spans
+ * all of its three pages, so such a variable costs no page fault of its
+ * own, where in .bss the first read of an untouched page maps the zero
+ * page and the first write faults again, two faults and a page of RSS for
+ * a few bytes (docs/footprint.md, "2026-11-24 night, helper startup").
+ * That is a fact of the layout, checked by nothing: should .data grow
+ * past the table, check with `nm -n` and `readelf -S` that the
+ * .data.pc_startup variables still lie within the table's pages. Small
+ * scalars only: what is added here moves the .bss behind it.
  */
 #define PC_STARTUP_DATA __attribute__((section(".data.pc_startup")))
 
 /* Read up to cap-1 bytes of a small file (/proc, /sys) into buf and
  * NUL-terminate it. Returns the length, or -1 with errno set. cap >= 1. */
 long os_read_file(const char *path, char *buf, size_t cap);
-/* (A file under /sys/ is read with one read(2) when that one returns a
- * whole line and leaves room: the kernel hands an attribute out whole.)
- * How many files os_read_file has opened (or tried to) in this process:
- * tests count start-up's reads with it. */
+/* The same for a file of one line (a /sys attribute such as a CPU list,
+ * which the kernel hands out whole): a read(2) that ends the line and
+ * leaves room in buf is the last, so one read instead of two. A longer file
+ * may be cut at a line's end: only for files of one line. */
+long os_read_line(const char *path, char *buf, size_t cap);
+/* For tests: how many files os_read_file/os_read_line have opened (or
+ * tried to), how many read(2) calls they made, and how many mmap(2) calls
+ * os_map and os_map_at made, in this process. */
 unsigned long os_files_opened(void);
+unsigned long os_file_reads(void);
+unsigned long os_maps_made(void);
 /*
  * Parse a kernel CPU/node list such as "0-3,8-11\n" (empty means none).
  * Sets bit i of mask (nbits bits, zeroed first) for every listed i < nbits;

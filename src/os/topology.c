@@ -82,11 +82,11 @@ long os_parse_cpulist(const char *s, uint64_t *mask, unsigned nbits)
 	return *s == '\0' ? (long)end : -1;
 }
 
-/* Read a list file of /sys into mask; the highest entry + 1, or -1. */
+/* Read a list file of /sys (one line) into mask; the highest entry + 1, or -1. */
 static long os_read_list(const char *path, uint64_t *mask, unsigned nbits)
 {
 	char buf[OS_LIST_BUF];
-	if (os_read_file(path, buf, sizeof(buf)) < 0)
+	if (os_read_line(path, buf, sizeof(buf)) < 0)
 		return -1;
 	return os_parse_cpulist(buf, mask, nbits);
 }

@@ -5,10 +5,11 @@
  *
  * os_init reads cpu/possible and node/possible; a node's cpulist only when
  * node/possible lists a node other than 0 (one file per listed node), none
- * when it lists node 0 alone or is missing. The expected count is computed
- * from this machine's own /sys, so the verdict is the same on any machine.
- * Also: a file of /sys read in one read(2) is the whole file, and a /proc
- * file (produced a page at a time) is still read to its end.
+ * when it lists node 0 alone or is missing; each with one read(2). The
+ * expected count is computed from this machine's own /sys, so the verdict
+ * is the same on any machine. Also: os_read_line reads a /sys attribute
+ * whole in one read(2) where os_read_file reads to the end (two), and a
+ * /proc file produced a page at a time is read to its end.
  */
 #define _GNU_SOURCE
 #include "os/os.h"
@@ -42,6 +43,7 @@ static unsigned possible_nodes(uint64_t *mask)
 TEST(init_reads_what_it_needs)
 {
 	CHECK_EQ(os_files_opened(), 0);
+	CHECK_EQ(os_file_reads(), 0);
 	os_init();
 	uint64_t mask;
 	unsigned listed = possible_nodes(&mask);
@@ -50,6 +52,20 @@ TEST(init_reads_what_it_needs)
 	fprintf(stderr, "node/possible lists %u node(s); os_init opened %lu file(s), expected %lu\n",
 		listed, os_files_opened(), expect);
 	CHECK_EQ(os_files_opened(), expect);
+	/* One read(2) per file that exists (a missing one: none; a possible
+	 * node need not have a directory). */
+	char tmp[4096];
+	unsigned long reads_expect = 0;
+	reads_expect += slurp("/sys/devices/system/cpu/possible", tmp, sizeof(tmp)) >= 0;
+	reads_expect += slurp("/sys/devices/system/node/possible", tmp, sizeof(tmp)) >= 0;
+	for (unsigned node = 0; mask > 1 && node < 64; node++) {
+		char path[96];
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/cpulist", node);
+		if ((mask >> node & 1) && slurp(path, tmp, sizeof(tmp)) >= 0)
+			reads_expect++;
+	}
+	fprintf(stderr, "os_init made %lu read(2) calls, expected %lu\n", os_file_reads(), reads_expect);
+	CHECK_EQ(os_file_reads(), reads_expect);
 	if (mask <= 1) {
 		CHECK_EQ(os_numa_node_count(), 1);
 		for (unsigned cpu = 0; cpu < os_cpu_count(); cpu++)
@@ -67,16 +83,22 @@ TEST(sysfs_file_whole)
 	long want = slurp(path, theirs, sizeof(theirs));
 	if (want < 0) {
 		fprintf(stderr, "note: no %s\n", path);
-		CHECK_EQ(os_read_file(path, mine, sizeof(mine)), -1);
+		CHECK_EQ(os_read_line(path, mine, sizeof(mine)), -1);
 		return;
 	}
-	unsigned long before = os_files_opened();
-	CHECK_EQ(os_read_file(path, mine, sizeof(mine)), want);
+	unsigned long before = os_files_opened(), reads = os_file_reads();
+	CHECK_EQ(os_read_line(path, mine, sizeof(mine)), want);
 	CHECK(strcmp(mine, theirs) == 0);
 	CHECK_EQ(os_files_opened(), before + 1);
+	CHECK_EQ(os_file_reads(), reads + 1); /* the line, no read of the end */
+	/* os_read_file reads on to the end: the same bytes, a second read. */
+	reads = os_file_reads();
+	CHECK_EQ(os_read_file(path, mine, sizeof(mine)), want);
+	CHECK(strcmp(mine, theirs) == 0);
+	CHECK_EQ(os_file_reads(), reads + 2);
 	/* A buffer too small for the line: cut at cap - 1, NUL-terminated. */
 	char small[2];
-	CHECK_EQ(os_read_file(path, small, sizeof(small)), 1);
+	CHECK_EQ(os_read_line(path, small, sizeof(small)), 1);
 	CHECK(small[0] == theirs[0] && small[1] == '\0');
 }
 
