@@ -142,7 +142,7 @@ bool large_grow_in_place(struct pc_page *pg, void *p, size_t new_size);
  * pc_medium_stride; NULL while the cache is off (no rseq, not started). */
 extern _Atomic(char *) pc_medium_slots PC_HIDDEN;
 extern size_t pc_medium_stride PC_HIDDEN;
-bool medium_init(void);
+void medium_init(void);
 bool medium_start(void); /* the per-CPU cache itself, at the first miss (medium.c) */
 size_t medium_flush(void);            /* every CPU's blocks to the pages; bytes */
 size_t medium_decay(void);            /* those of CPUs idle since the last call */

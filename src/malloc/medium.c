@@ -767,12 +767,11 @@ static const struct pc_life medium_life = {
  * handlers, which cost no memory, so that the budget follows the tunable
  * from the start and nothing is registered later, when a signal handler
  * may have interrupted a registration of its own thread. */
-bool medium_init(void)
+void medium_init(void)
 {
 	pc_store_relaxed(&medium_budget, medium_kb_to_pages(pc_option(PC_OPT_MALLOC_MEDIUM_CACHE_KB)));
 	pc_option_on_change(PC_OPT_MALLOC_MEDIUM_CACHE_KB, medium_budget_changed);
 	pc_life_register(&medium_life);
-	return true;
 }
 
 /* Once, at the first medium miss in rseq mode (medium_start): map the slots,
