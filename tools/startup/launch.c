@@ -1,10 +1,10 @@
 /*
- * docs/startup-launch.c - the launcher of docs/footprint.md, "2026-11-24
+ * tools/startup/launch.c - the launcher of docs/footprint.md, "2026-11-24
  * night, helper startup": runs one program once and prints, on one line,
  * its wall time (us), CPU time (user + system, us), peak RSS (ru_maxrss,
  * kB), minor faults and wait status.
  *
- *   cc -O2 -static -o launch docs/startup-launch.c
+ *   cc -O2 -static -o launch tools/startup/launch.c
  *   ./launch LIB PROGRAM [ARGS...]      LIB: LD_PRELOAD for the child, or "-"
  *   NORAND=1 ./launch ...               address space layout randomisation off
  *

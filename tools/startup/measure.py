@@ -1,15 +1,18 @@
 #!/usr/bin/python3
-"""docs/startup-measure.py - the interleaving driver of docs/footprint.md,
+"""tools/startup/measure.py - the interleaving driver of docs/footprint.md,
 "2026-11-24 night, helper startup".
 
-    python3 docs/startup-measure.py N spec.json [LAUNCHER]
+    python3 tools/startup/measure.py N spec.json [LAUNCHER]
 
 spec.json maps a row name to [LIB or "-", PROGRAM, ARGS...]. Each row runs N
-times through the launcher (docs/startup-launch.c, default ./launch), the
+times through the launcher (tools/startup/launch.c, default ./launch), the
 order of the rows rotated each repetition; printed: medians of wall ms, CPU
-ms, peak RSS kB and minor faults, and the RSS range. Example row:
-    "once after": ["build/libpcmalloc.so", "/tmp/once"]
-(once: `int main(void) { void *volatile p = malloc(1); (void)p; }`).
+ms, peak RSS kB and minor faults, and the RSS range. tools/startup/spec.json
+holds the rows of docs/footprint.md's table (run from the repository root):
+/tmp/before/libpcmalloc.so is the library built from the commit compared
+against, /tmp/empty and /tmp/once are built from
+    int main(void) { return 0; }
+    int main(void) { void *volatile p = malloc(1); (void)p; }
 """
 import json
 import os

@@ -1,12 +1,12 @@
 /*
- * docs/startup-smaps.c - a preloaded destructor for docs/footprint.md,
+ * tools/startup/smaps.c - a preloaded destructor for docs/footprint.md,
  * "2026-11-24 night, helper startup": at exit it prints to stderr the Rss
  * of every mapping that has any (from /proc/self/smaps), then VmHWM,
  * RssAnon and RssFile. It uses read(2) and string functions only (no
  * malloc, no stdio), and it adds pages of its own (its buffer, the libc
  * string functions): compare runs that all load it.
  *
- *   cc -O2 -shared -fPIC -o smaps.so docs/startup-smaps.c
+ *   cc -O2 -shared -fPIC -o smaps.so tools/startup/smaps.c
  *   LD_PRELOAD="build/libpcmalloc.so ./smaps.so" setarch -R ./once
  */
 #include <fcntl.h>
