@@ -19,9 +19,9 @@
 #define _GNU_SOURCE
 #include "os/os.h"
 #include "test.h"
+#include "unit/unit_helpers.h"
 
 #include <sys/resource.h>
-#include <sys/wait.h>
 
 #define MiB ((size_t)1 << 20)
 
@@ -67,17 +67,7 @@ static int under_limit_child(void)
 
 TEST(first_under_limit)
 {
-	fflush(NULL);
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		_exit(under_limit_child());
-	int st = 0;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st));
-	if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
-		fprintf(stderr, "child exit status %d\n", WEXITSTATUS(st));
-	CHECK_EQ(WEXITSTATUS(st), 0);
+	check_in_child(under_limit_child); /* its CHECK_EQ prints a failed step */
 }
 
 TEST(first_over_maps)

@@ -27,6 +27,7 @@
 #include "slab/slab.h"
 #include "test.h"
 #include "unit/unit_helpers.h"
+#include "drained.h"
 
 #include <string.h>
 
@@ -172,13 +173,7 @@ static void flush_three_slabs(size_t size)
 	for (unsigned j = 0; j < 3; j++)
 		for (unsigned i = each; i < per; i++)
 			pc_cache_free(s, out[j * per + i]);
-	CHECK_EQ(pc_cache_check(s), 0);
-	pc_cache_shrink(s);
-	pc_cache_info(s, &info);
-	CHECK_EQ(info.slabs, 0);
-	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
-	set_opt(PC_OPT_STATS_ENABLE, 0);
-	CHECK_EQ(pc_cache_destroy(s), 0);
+	check_drained_and_destroy(s);
 }
 
 TEST(flush_by_slab)

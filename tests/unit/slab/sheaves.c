@@ -50,6 +50,7 @@
 #include "slab/slab.h"
 #include "test.h"
 #include "unit/unit_helpers.h"
+#include "drained.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -668,13 +669,7 @@ TEST(flush_one_chain_per_slab)
 	for (int i = 0; i < N; i++)
 		if (all[i])
 			pc_cache_free(s, all[i]);
-	CHECK_EQ(pc_cache_check(s), 0);
-	pc_cache_shrink(s);
-	pc_cache_info(s, &info);
-	CHECK_EQ(info.slabs, 0);
-	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, -1);
-	set_opt(PC_OPT_STATS_ENABLE, 0);
-	CHECK_EQ(pc_cache_destroy(s), 0);
+	check_drained_and_destroy(s);
 }
 
 static _Atomic uint64_t ctor_calls;
