@@ -101,69 +101,55 @@ static void *racer(void *arg)
 }
 
 /* Runs in a child, where nothing has started the cache yet. */
-static void racing_body(void)
+static int racing_body(void)
 {
 	pthread_t t[RACERS];
 	void *got[RACERS];
 	pthread_barrier_init(&racers_go, NULL, RACERS);
 	for (int i = 0; i < RACERS; i++)
 		if (pthread_create(&t[i], NULL, racer, NULL) != 0)
-			_exit(2);
+			return 2;
 	for (int i = 0; i < RACERS; i++)
 		pthread_join(t[i], &got[i]);
 	for (int i = 0; i < RACERS; i++)
 		if (got[i] == NULL)
-			_exit(3);
+			return 3;
 	if (started() != rseq_mode())
-		_exit(4);
+		return 4;
 	pc_trim();
-	_exit(pc_page_check() ? 0 : 5);
+	return pc_page_check() ? 0 : 5;
 }
 
 /* Runs in a child, where nothing has started the cache yet (rseq mode:
  * thread mode never maps one). The miss's first mapping is the start's. */
-static void refused_body(void)
+static int refused_body(void)
 {
 	if (!rseq_mode())
-		_exit(0);
+		return 0;
 	unsigned long before = os_injected_failures();
 	os_inject_map_failures(0, 1);
 	char *p = pc_malloc(16 * KiB);
 	if (p == NULL)
-		_exit(2);
+		return 2;
 	memset(p, 4, 16 * KiB);
 	if (started() || os_injected_failures() != before + 1)
-		_exit(3);
+		return 3;
 	char *q = pc_malloc(16 * KiB);
 	if (q == NULL || !started())
-		_exit(4);
+		return 4;
 	pc_free(p);
 	pc_free(q);
-	_exit(pc_page_check() ? 0 : 5);
+	return pc_page_check() ? 0 : 5;
 }
 
 TEST(refused_start_retried)
 {
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		refused_body();
-	int st = 0;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st));
-	CHECK_EQ(WEXITSTATUS(st), 0);
+	check_in_child(refused_body);
 }
 
 TEST(racing_first_miss)
 {
-	pid_t pid = fork();
-	REQUIRE(pid >= 0);
-	if (pid == 0)
-		racing_body();
-	int st = 0;
-	REQUIRE(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st));
-	CHECK_EQ(WEXITSTATUS(st), 0);
+	check_in_child(racing_body);
 }
 
 int main(void)
