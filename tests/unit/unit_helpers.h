@@ -1,14 +1,14 @@
 /*
  * tests/unit/unit_helpers.h - helpers shared by several unit tests under
- * tests/unit/<layer>/: pinning to a CPU, setting an option at run time, zone
- * look-ups and free-page totals, the "everything is coalesced" check, the
- * mapped size of the process, and the iteration scaling, clock and hang
+ * tests/unit/<layer>/: the CPUs a test may use (ranks in the process's
+ * initial affinity mask) and pinning to one, setting an option at run time,
+ * zone look-ups and free-page totals, the "everything is coalesced" check,
+ * the mapped size of the process, and the iteration scaling, clock and hang
  * watchdog of the lock tests. Static inline, so a test pays only for what it
  * calls. Include after test.h; the file must define _GNU_SOURCE (for
  * sched_setaffinity) before any include. Also: dirty page totals, minor
  * faults, page touches and residency (the release and huge-block tests), a
- * child process run (the tests
- * under a limit on address space).
+ * child process run (the tests under a limit on address space).
  */
 #ifndef PC_UNIT_HELPERS_H
 #define PC_UNIT_HELPERS_H
@@ -33,26 +33,65 @@
 
 /* ---- CPUs and options -------------------------------------------------- */
 
-/* Pin the calling thread to `cpu`, and wait until os_cpu_current() says so. */
-static inline bool pin_cpu(unsigned cpu)
+/*
+ * CPUs. A test names CPUs by their rank in the process's initial affinity
+ * mask (read once, before main, by test_cpus_read), not by number: in a
+ * cpuset without CPU 0 (`taskset -c 1`, a container) the first CPU a test
+ * may use is another. test_cpu(n) is the number of the n-th allowed CPU,
+ * the index of its per-CPU structures (pcp[], cpu[], the medium cache's).
+ */
+static cpu_set_t test_cpus_allowed;
+static unsigned test_cpus_count;
+
+__attribute__((constructor)) static void test_cpus_read(void)
 {
+	CPU_ZERO(&test_cpus_allowed);
+	if (sched_getaffinity(0, sizeof(test_cpus_allowed), &test_cpus_allowed) != 0)
+		CPU_SET(0, &test_cpus_allowed); /* unknown: as before, CPU 0 */
+	test_cpus_count = (unsigned)CPU_COUNT(&test_cpus_allowed);
+}
+
+/* The number of CPUs the process may run on (its initial mask). */
+static inline unsigned test_cpus(void)
+{
+	return test_cpus_count;
+}
+
+/* The number of the n-th (from 0) CPU of the initial mask; -1 if fewer. */
+static inline int test_cpu(unsigned n)
+{
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &test_cpus_allowed) && n-- == 0)
+			return c;
+	return -1;
+}
+
+/* Pin the calling thread to the n-th CPU of the initial mask (test_cpu(n)),
+ * and wait until os_cpu_current() says so. False when the process has no
+ * such CPU (a test that needs two then skips that part) or the pin failed. */
+static inline bool pin_cpu(unsigned n)
+{
+	int cpu = test_cpu(n);
+	if (cpu < 0)
+		return false;
 	cpu_set_t set;
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	if (sched_setaffinity(0, sizeof(set), &set) != 0)
 		return false;
-	for (int i = 0; i < 1000 && os_cpu_current() != cpu; i++)
+	for (int i = 0; i < 1000 && os_cpu_current() != (unsigned)cpu; i++)
 		sched_yield();
-	return os_cpu_current() == cpu;
+	return os_cpu_current() == (unsigned)cpu;
 }
 
-/* Pin to CPU 0, or say on stderr that the caller skips (a cpuset without
- * CPU 0) and return false: `if (!pin_cpu0_or_skip()) return ...;`. */
+/* Pin to the first CPU of the initial mask (test_cpu(0)), or say on stderr
+ * that the caller skips (the pin failed) and return false:
+ * `if (!pin_cpu0_or_skip()) return ...;`. */
 static inline bool pin_cpu0_or_skip(void)
 {
 	if (pin_cpu(0))
 		return true;
-	fprintf(stderr, "cannot pin to CPU 0: skipped\n");
+	fprintf(stderr, "cannot pin to the first allowed CPU: skipped\n");
 	return false;
 }
 

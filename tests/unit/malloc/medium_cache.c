@@ -97,6 +97,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "CPU 0" below: the process's first CPU, which pin_cpu(0) pins to
+ * (unit_helpers.h; another number in a cpuset without CPU 0). */
+#define CPU0 ((unsigned)test_cpu(0))
 #define KiB ((size_t)1024)
 #define MiB ((size_t)1 << 20)
 
@@ -213,7 +216,7 @@ TEST(bounded)
 			REQUIRE((b[i] = pc_malloc(sizes[s])) != NULL);
 		for (int i = 0; i < 100; i++) {
 			pc_free(b[i]);
-			CHECK(medium_capacity_bytes(0) <= 256 * KiB);
+			CHECK(medium_capacity_bytes(CPU0) <= 256 * KiB);
 			CHECK(medium_cached_bytes() <= 256 * KiB);
 		}
 		if (rseq_mode()) /* the class got (almost) all of it */
@@ -235,7 +238,7 @@ TEST(trim_empties)
 		CHECK(medium_cached_bytes() > 0);
 	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);
-	CHECK_EQ(medium_capacity_bytes(0), 0);
+	CHECK_EQ(medium_capacity_bytes(CPU0), 0);
 	CHECK(pc_page_check());
 }
 
@@ -277,7 +280,7 @@ TEST(bound_follows_demand)
 	pc_trim();
 	const size_t base = 256 * KiB;
 	/* Starts small: 64 frees of 16 KiB keep 256 KiB, not 2 MiB. */
-	CHECK_EQ(medium_bound_bytes(0), base);
+	CHECK_EQ(medium_bound_bytes(CPU0), base);
 	/* No decay pass but those called below (a signal handler's depth
 	 * stops the ticks' passes, whatever the clock says). */
 	pc_medium_depth++;
@@ -287,8 +290,8 @@ TEST(bound_follows_demand)
 			REQUIRE((b[i] = pc_malloc(16 * KiB)) != NULL);
 		for (int i = 0; i < 64; i++) {
 			pc_free(b[i]);
-			CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
-			CHECK(medium_capacity_bytes(0) <= medium_bound_bytes(0));
+			CHECK(medium_cached_bytes() <= medium_bound_bytes(CPU0));
+			CHECK(medium_capacity_bytes(CPU0) <= medium_bound_bytes(CPU0));
 		}
 		if (round == 0)
 			CHECK_EQ(medium_cached_bytes(), base);
@@ -297,7 +300,7 @@ TEST(bound_follows_demand)
 	}
 	/* Grows with demand: each miss after a refusal raised it by a page,
 	 * until a round keeps all 64 blocks. */
-	CHECK(medium_bound_bytes(0) >= 64 * 16 * KiB);
+	CHECK(medium_bound_bytes(CPU0) >= 64 * 16 * KiB);
 	CHECK_EQ(medium_cached_bytes(), 64 * 16 * KiB);
 	/* Decays when demand stops: a pass forgets the refusals, the next
 	 * (nothing refused since) halves the raise and trims the CPU to its
@@ -306,27 +309,27 @@ TEST(bound_follows_demand)
 	 * nothing (a steady demand is not flushed whole). */
 	touch_cpu0();
 	medium_decay();
-	size_t raised = medium_bound_bytes(0);
+	size_t raised = medium_bound_bytes(CPU0);
 	CHECK(raised > base);
 	touch_cpu0();
 	medium_decay();
 	size_t halved = base + (raised - base) / 2 / PC_PAGE_SIZE * PC_PAGE_SIZE;
-	CHECK_EQ(medium_bound_bytes(0), halved);
+	CHECK_EQ(medium_bound_bytes(CPU0), halved);
 	CHECK_EQ(medium_cached_bytes(), halved / (16 * KiB) * (16 * KiB));
-	CHECK_EQ(medium_capacity_bytes(0), medium_cached_bytes());
+	CHECK_EQ(medium_capacity_bytes(CPU0), medium_cached_bytes());
 	for (int pass = 0; pass < 32; pass++) {
 		touch_cpu0();
 		medium_decay();
-		CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
+		CHECK(medium_cached_bytes() <= medium_bound_bytes(CPU0));
 	}
-	CHECK_EQ(medium_bound_bytes(0), base);
+	CHECK_EQ(medium_bound_bytes(CPU0), base);
 	CHECK_EQ(medium_cached_bytes(), base);
-	CHECK_EQ(medium_capacity_bytes(0), base);
+	CHECK_EQ(medium_capacity_bytes(CPU0), base);
 	/* Idle (unchanged since the previous pass): flushed whole, raise reset. */
 	medium_decay();
 	medium_decay();
 	CHECK_EQ(medium_cached_bytes(), 0);
-	CHECK_EQ(medium_bound_bytes(0), base);
+	CHECK_EQ(medium_bound_bytes(CPU0), base);
 	pc_medium_depth--;
 	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);
@@ -348,17 +351,17 @@ TEST(ceiling_without_thread)
 		for (size_t i = 0; i < n; i++) {
 			pc_free(b[i]);
 			CHECK(medium_cached_bytes() <= 2 * MiB);
-			CHECK(medium_bound_bytes(0) <= 2 * MiB);
+			CHECK(medium_bound_bytes(CPU0) <= 2 * MiB);
 		}
 	}
-	CHECK_EQ(medium_bound_bytes(0), 2 * MiB); /* the demand took it to the cap */
+	CHECK_EQ(medium_bound_bytes(CPU0), 2 * MiB); /* the demand took it to the cap */
 	CHECK(medium_cached_bytes() > 1 * MiB);
 	/* vm.release_thread=1 counts as the thread's passes at once (no malloc
 	 * here: the thread itself would start only at the next slow path). */
 	set_opt(PC_OPT_VM_RELEASE_THREAD, 1);
-	CHECK(medium_bound_bytes(0) > 2 * MiB);
+	CHECK(medium_bound_bytes(CPU0) > 2 * MiB);
 	set_opt(PC_OPT_VM_RELEASE_THREAD, 0);
-	CHECK_EQ(medium_bound_bytes(0), 2 * MiB);
+	CHECK_EQ(medium_bound_bytes(CPU0), 2 * MiB);
 	pc_medium_depth--;
 	pc_trim();
 	CHECK_EQ(medium_cached_bytes(), 0);
@@ -420,9 +423,9 @@ TEST(demand_drops)
 	pc_medium_depth++; /* only the passes called below */
 	cache_n(16 * KiB, 64);
 	steady_passes(16 * KiB, false);
-	CHECK_EQ(medium_bound_bytes(0), 256 * KiB);
-	CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
-	CHECK(medium_capacity_bytes(0) <= medium_bound_bytes(0));
+	CHECK_EQ(medium_bound_bytes(CPU0), 256 * KiB);
+	CHECK(medium_cached_bytes() <= medium_bound_bytes(CPU0));
+	CHECK(medium_capacity_bytes(CPU0) <= medium_bound_bytes(CPU0));
 	pc_medium_depth--;
 	pc_trim();
 }
@@ -439,7 +442,7 @@ TEST(stale_class)
 	pc_medium_depth++;
 	cache_n(16 * KiB, 56);
 	steady_passes(20 * KiB, true);
-	CHECK(medium_cached_bytes() <= medium_bound_bytes(0));
+	CHECK(medium_cached_bytes() <= medium_bound_bytes(CPU0));
 	/* Only the loop's 20 KiB blocks: the 56 x 16 KiB went back whole (a
 	 * trim by size alone would have kept a bound's worth of them). */
 	CHECK(medium_cached_bytes() <= 4 * 20 * KiB);
@@ -555,7 +558,7 @@ static void *worker_main(void *arg)
 	uint64_t rng = 0x9e3779b97f4a7c15ULL * (w->id + 1);
 	char *live[8] = { 0 };
 	size_t size[8] = { 0 };
-	unsigned ncpu = os_cpu_count();
+	unsigned ncpu = test_cpus(); /* the CPUs the process may run on */
 	for (unsigned i = 0; w->rounds ? i < w->rounds : !pc_load_relaxed(w->stop); i++) {
 		unsigned j = (unsigned)(test_rand(&rng) % 8);
 		uint64_t v = ((uint64_t)w->id << 32) | j;
@@ -574,7 +577,7 @@ static void *worker_main(void *arg)
 		if (w->migrate && i % 5 == 0) {
 			cpu_set_t set;
 			CPU_ZERO(&set);
-			CPU_SET((w->id + i / 5) % ncpu, &set);
+			CPU_SET(test_cpu((w->id + i / 5) % ncpu), &set);
 			sched_setaffinity(0, sizeof(set), &set);
 		}
 	}

@@ -119,14 +119,15 @@ TEST(alloc_node_both_grown)
 		pc_free_pages(q, 0);
 	}
 
-	/* Plain pc_alloc_pages follows the CPU's node. */
+	/* Plain pc_alloc_pages follows the CPU's node (the process's first two
+	 * CPUs, those it has). */
 	if (os_cpu_count() >= 2) {
-		for (unsigned c = 0; c < 2; c++) {
-			if (!pin_cpu(c))
+		for (unsigned i = 0; i < 2; i++) {
+			if (!pin_cpu(i))
 				continue;
 			char *r = pc_alloc_pages(0);
 			REQUIRE(r != NULL);
-			CHECK_EQ(zone_of(r)->node, c % 2);
+			CHECK_EQ(zone_of(r)->node, (unsigned)test_cpu(i) % 2);
 			pc_free_pages(r, 0);
 		}
 	}

@@ -6,8 +6,9 @@
  * the other instance of its node (stats.fallbacks counts it); the documented
  * order is "other instances of the node before a new region".
  *
- * The parts pinned to CPUs 0 and 1 need two CPUs on one node; they are
- * skipped (with a message) otherwise.
+ * The parts pinned to the process's first two CPUs (test_cpu(0) and
+ * test_cpu(1), unit_helpers.h) need them on one node with different
+ * preferred instances; they are skipped (with a message) otherwise.
  */
 #define _GNU_SOURCE
 #include "page/page.h"
@@ -19,6 +20,7 @@
 #include <sched.h>
 
 static bool two_cpus_one_node;
+static unsigned cpu_a, cpu_b; /* test_cpu(0) and test_cpu(1) */
 
 TEST(topology)
 {
@@ -48,17 +50,16 @@ TEST(topology)
 	}
 }
 
-/* Fresh allocator. CPU 1 grows its instance (1) and keeps the memory free.
- * CPU 0's instance cannot grow (map failures): an order-PC_MAX_ORDER
+/* Fresh allocator. CPU b grows its instance and keeps the memory free.
+ * CPU a's instance cannot grow (map failures): an order-PC_MAX_ORDER
  * allocation is served by instance 1 and counted as a fallback. */
 TEST(fallback_to_sibling_instance)
 {
 	if (!two_cpus_one_node) {
-		fprintf(stderr, "  needs CPUs 0 and 1 on one node: skipped\n");
+		fprintf(stderr, "  needs two CPUs of one node, of different instances: skipped\n");
 		return;
 	}
-	struct pc_node *nd = pc_node_get(pc_cpu_node(0));
-	struct pc_zone *z0 = &nd->zones[0], *z1 = &nd->zones[1];
+	struct pc_zone *z0 = pc_zone_preferred(cpu_a), *z1 = pc_zone_preferred(cpu_b);
 	REQUIRE(pin_cpu(1));
 	CHECK(pc_zone_preferred(os_cpu_current()) == z1);
 	char *p = pc_alloc_pages(PC_MAX_ORDER);
@@ -87,17 +88,16 @@ TEST(fallback_to_sibling_instance)
 	CHECK(pc_page_check());
 }
 
-/* Instance 1's free memory used from CPU 0 down to a quarter of a region
- * (the sibling threshold of alloc_slow): the next allocation grows instance 0
- * and is served by it (no fallback counted). */
+/* CPU b's instance's free memory used from CPU a down to a quarter of a region
+ * (the sibling threshold of alloc_slow): the next allocation grows CPU a's
+ * instance and is served by it (no fallback counted). */
 TEST(grow_when_sibling_exhausted)
 {
 	if (!two_cpus_one_node) {
-		fprintf(stderr, "  needs CPUs 0 and 1 on one node: skipped\n");
+		fprintf(stderr, "  needs two CPUs of one node, of different instances: skipped\n");
 		return;
 	}
-	struct pc_node *nd = pc_node_get(pc_cpu_node(0));
-	struct pc_zone *z0 = &nd->zones[0], *z1 = &nd->zones[1];
+	struct pc_zone *z0 = pc_zone_preferred(cpu_a), *z1 = pc_zone_preferred(cpu_b);
 	REQUIRE(pin_cpu(0));
 	pc_page_drain_all();
 	char *held[64];
@@ -109,7 +109,7 @@ TEST(grow_when_sibling_exhausted)
 		REQUIRE(q != NULL);
 		held[nheld++] = q;
 	}
-	CHECK_EQ(z0->managed_pages, 0); /* instance 1 served everything so far */
+	CHECK_EQ(z0->managed_pages, 0); /* CPU b's instance served everything so far */
 	CHECK(zone_free_total(z1) > 0);   /* ... and is not drained dry */
 	uint64_t fb = fallbacks_total();
 	char *q = pc_alloc_pages(PC_MAX_ORDER);
@@ -131,14 +131,16 @@ TEST(grow_when_sibling_exhausted)
 TEST(preferred_instance_serves)
 {
 	if (!two_cpus_one_node) {
-		fprintf(stderr, "  needs CPUs 0 and 1 on one node: skipped\n");
+		fprintf(stderr, "  needs two CPUs of one node, of different instances: skipped\n");
 		return;
 	}
-	struct pc_node *nd = pc_node_get(pc_cpu_node(0));
-	REQUIRE(nd->zones[0].managed_pages > 0 && nd->zones[1].managed_pages > 0);
-	for (unsigned c = 0; c < 2; c++) {
-		REQUIRE(pin_cpu(c));
-		struct pc_zone *z = &nd->zones[c];
+	struct pc_zone *zones[2] = { pc_zone_preferred(cpu_a), pc_zone_preferred(cpu_b) };
+	unsigned cpus[2] = { cpu_a, cpu_b };
+	REQUIRE(zones[0]->managed_pages > 0 && zones[1]->managed_pages > 0);
+	for (unsigned i = 0; i < 2; i++) {
+		REQUIRE(pin_cpu(i));
+		unsigned c = cpus[i];
+		struct pc_zone *z = zones[i];
 		CHECK(pc_zone_preferred(os_cpu_current()) == z);
 		for (unsigned o = 0; o <= PC_MAX_ORDER; o++) {
 			char *p = pc_alloc_pages(o);
@@ -148,7 +150,7 @@ TEST(preferred_instance_serves)
 			pc_free_pages(p, o);
 		}
 		CHECK(z->pcp[c].count > 0);
-		CHECK_EQ(nd->zones[1 - c].pcp[c].count, 0);
+		CHECK_EQ(zones[1 - i]->pcp[c].count, 0);
 	}
 	pc_page_drain_all();
 	check_coalesced(false);
@@ -160,8 +162,11 @@ int main(void)
 	REQUIRE(pc_option_set(PC_OPT_VM_NUMA_FAKE, 0, true) == 0);
 	REQUIRE(pc_option_set(PC_OPT_STATS_ENABLE, 1, true) == 0);
 	pc_page_init();
-	two_cpus_one_node = os_cpu_count() >= 2 && pc_cpu_node(0) == pc_cpu_node(1) &&
-			    pin_cpu(0) && pin_cpu(1);
+	cpu_a = (unsigned)test_cpu(0);
+	cpu_b = (unsigned)test_cpu(1);
+	two_cpus_one_node = test_cpus() >= 2 && cpu_b < os_cpu_count() &&
+			    pc_cpu_node(cpu_a) == pc_cpu_node(cpu_b) &&
+			    pc_zone_preferred(cpu_a) != pc_zone_preferred(cpu_b) && pin_cpu(0) && pin_cpu(1);
 	RUN(topology);
 	RUN(fallback_to_sibling_instance);
 	RUN(grow_when_sibling_exhausted);

@@ -4,8 +4,9 @@
  * vm.pcp_high, draining, and the try-lock rule (a busy pcp lock sends the
  * caller to the zone, never makes it spin).
  *
- * The thread is pinned to CPU 0 so that os_cpu_current() is stable and every
- * order-0 allocation and free goes through pc_zone_preferred(0)->pcp[0].
+ * The thread is pinned to its first allowed CPU c (test_cpu(0)) so that
+ * os_cpu_current() is stable and every order-0 allocation and free goes
+ * through pc_zone_preferred(c)->pcp[c] ("the pcp" below).
  * Start-up options: vm.pcp_batch=4, vm.pcp_high=100000 (no drains while
  * allocating) with vm.pcp_high_min as high (a fixed high, whatever the use),
  * vm.pcp_batch_scale_max=3, stats.enable=1.
@@ -31,7 +32,7 @@ static size_t npages;
 static struct pc_zone *zone;
 static struct pc_pcp *pcp;
 
-/* Allocate order-0 pages until `want` refills of pcp[0] have been seen;
+/* Allocate order-0 pages until `want` refills of the pcp have been seen;
  * seq[] gets their sizes. */
 static void record_refills(uint32_t *seq, size_t want)
 {
@@ -50,7 +51,7 @@ static void record_refills(uint32_t *seq, size_t want)
 	REQUIRE(seen == want);
 }
 
-/* Free order-0 pages one by one until `want` drains of pcp[0] have been
+/* Free order-0 pages one by one until `want` drains of the pcp have been
  * seen; seq[] gets their sizes. Each drain must leave count == before - moved. */
 static void record_drains(uint32_t *seq, size_t want)
 {
@@ -88,7 +89,7 @@ static void check_seq(const char *what, const uint32_t *got, const uint32_t *wan
 	}
 }
 
-/* Write the scaling factors of pcp[0] (white box: under its lock). */
+/* Write the scaling factors of the pcp (white box: under its lock). */
 static void set_factors(uint8_t alloc_factor, uint8_t free_factor)
 {
 	pc_spin_stat_lock(&pcp->lock);
@@ -102,7 +103,7 @@ static size_t zone_stat(_Atomic uint64_t *c) { return (size_t)atomic_load(c); }
 
 /*
  * The very first order-0 allocation of the process finds the zone empty. The
- * sizes of the refills of pcp[0] must still read 4, 8, 16, 32, 32, 32: a refill
+ * sizes of the refills of the pcp must still read 4, 8, 16, 32, 32, 32: a refill
  * that found the zone empty moved nothing and must neither count as a refill
  * nor raise the scaling factor.
  */
@@ -258,7 +259,7 @@ static void on_alarm(int sig)
 	_exit(2);
 }
 
-/* With pcp[0] locked (as if another thread on CPU 0 held it), allocation and
+/* With the pcp locked (as if another thread on its CPU held it), allocation and
  * free go to the zone: they return, leave the pcp untouched, and count busy. */
 TEST(busy_pcp_goes_to_zone)
 {
@@ -360,8 +361,8 @@ int main(void)
 	pc_page_init();
 	if (!pin_cpu0_or_skip())
 		return test_report();
-	zone = pc_zone_preferred(0);
-	pcp = &zone->pcp[0];
+	zone = pc_zone_preferred((unsigned)test_cpu(0));
+	pcp = &zone->pcp[test_cpu(0)];
 	RUN(refill_scaling_fresh_zone);
 	RUN(refill_scaling);
 	RUN(drain_scaling);

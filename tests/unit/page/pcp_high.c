@@ -2,7 +2,7 @@
  * tests/unit/page/pcp_high.c - a per-CPU list's high is sized to what its
  * CPU uses and decays when it stops (issue 9, item 6; kernel: pcp->high).
  *
- * Deterministic: the thread is pinned to CPU 0, the release delay is an
+ * Deterministic: the thread is pinned to its first allowed CPU, the release delay is an
  * hour (no pass starts on its own: the first forced pass plans the next one
  * a quarter of the delay later), and decay passes are forced by calling
  * pc_page_release_due(), one pass per call. Nothing is timed.
@@ -110,7 +110,7 @@ int main(void)
 	pc_page_init();
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600000);
 	pc_page_release_due(); /* plans the next pass a quarter hour away */
-	pcp = &pc_zone_preferred(0)->pcp[0];
+	pcp = &pc_zone_preferred((unsigned)test_cpu(0))->pcp[test_cpu(0)];
 	RUN(grows);
 	RUN(decays);
 	RUN(frees_only);

@@ -51,8 +51,8 @@
  *
  * Deterministic: every step waits for a state a hook or a flag reports,
  * and the watchdog (alarm) only turns a hang into a failure. The threads
- * that use the list are pinned to CPU 0; the main thread never takes pcp
- * 0's lock while one of them may try it, but where the test says so.
+ * that use the list are pinned to the first allowed CPU c (test_cpu(0));
+ * the main thread never takes pcp c's lock while one of them may try it, but where the test says so.
  *
  * PC_TEST_LABELS: tsan
  */
@@ -198,7 +198,7 @@ TEST(concurrent_refills_bounded)
 	CHECK(pc_page_check());
 }
 
-/* Hold A's refill in flight, take pcp 0's lock, let A go on: it finds the
+/* Hold A's refill in flight, take pcp c's lock, let A go on: it finds the
  * lock busy and gives its batch back. Returns A's page. */
 static void *refill_while_busy(void)
 {
@@ -316,8 +316,8 @@ TEST(decay_drops_pcp_lock)
 	atomic_store(&pc_lock_contended_hook, lock_hook);
 	alarm(60);
 	REQUIRE(pthread_create(&releaser, NULL, release_main, NULL) == 0);
-	/* The pass decays pcp 0 first in the zone: its first wait for the zone
-	 * lock is the drain's. */
+	/* Of the zone's pcps only this CPU's holds pages: the pass's first
+	 * wait for the zone lock is its drain's. */
 	while (atomic_load(&zone_waits) == 0)
 		sched_yield();
 	bool free_lock = pc_spin_stat_trylock(&pcp->lock);
@@ -507,9 +507,9 @@ int main(void)
 	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, HOUR_MS);
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 4L << 20); /* 4 GiB: nothing goes by the bound */
 	set_opt(PC_OPT_STATS_ENABLE, 1);
-	REQUIRE(pin_cpu(0)); /* the main thread's own pages: pcp 0 of the same zone */
-	zone = pc_zone_preferred(0);
-	pcp = &zone->pcp[0];
+	REQUIRE(pin_cpu(0)); /* the main thread's own pages: pcp c of the same zone */
+	zone = pc_zone_preferred((unsigned)test_cpu(0));
+	pcp = &zone->pcp[test_cpu(0)];
 	void *first = pc_alloc_pages(0); /* the zone gets its first region */
 	REQUIRE(first != NULL);
 	pc_free_pages(first, 0);

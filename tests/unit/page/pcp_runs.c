@@ -4,7 +4,7 @@
  * the zone lock (pcp.c, pcp_take_runs), and the zone's cut of many runs
  * from one free run (run.c, zone_run_alloc_many_locked).
  *
- * Deterministic: pinned to CPU 0, no release pass (an hour's delay, a
+ * Deterministic: pinned to the first allowed CPU, no release pass (an hour's delay, a
  * watermark of 4 GiB), statistics on; the zone lock's acquisitions are
  * counted by its lock statistics. Nothing is timed.
  *
@@ -184,8 +184,8 @@ int main(void)
 	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 4L << 20);
 	set_opt(PC_OPT_STATS_ENABLE, 1);
 	pc_page_release_due(); /* plans the next pass a quarter hour away */
-	zone = pc_zone_preferred(0);
-	pcp = &zone->pcp[0];
+	zone = pc_zone_preferred((unsigned)test_cpu(0));
+	pcp = &zone->pcp[test_cpu(0)];
 	RUN(refill_one_zone_hold);
 	RUN(from_the_list);
 	RUN(list_then_refill);

@@ -6,7 +6,8 @@
  * keep using the list meanwhile.
  *
  *  drain_waits_unlocked  a holder thread takes the zone lock; a worker
- *                        pinned to CPU 0 frees pages past the list's high.
+ *                        pinned to the first allowed CPU frees pages past
+ *                        the list's high.
  *                        The main thread then sees the worker's drain
  *                        counted (pcp->drains, read under the pcp lock) and
  *                        takes the pcp lock again and again while the
@@ -210,8 +211,8 @@ int main(void)
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH, 4, false) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_PCP_BATCH_SCALE_MAX, 3, false) == 0);
 	REQUIRE(pc_option_set(PC_OPT_STATS_ENABLE, 1, false) == 0);
-	zone = pc_zone_preferred(0);
-	pcp = &zone->pcp[0];
+	zone = pc_zone_preferred((unsigned)test_cpu(0));
+	pcp = &zone->pcp[test_cpu(0)];
 	signal(SIGALRM, on_alarm);
 	RUN(drain_waits_unlocked);
 	RUN(refill_waits_unlocked);

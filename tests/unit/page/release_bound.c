@@ -55,7 +55,7 @@ static void alloc_all(void)
 		blocks[i] = pc_alloc_pages(PC_MAX_ORDER);
 		REQUIRE(blocks[i] != NULL);
 		memset(blocks[i], 0x3c, BLOCK);
-		/* One zone: the bound and the peak are a zone's (pinned to CPU 0,
+		/* One zone: the bound and the peak are a zone's (pinned to one CPU,
 		 * the zones' instance for it serves every block). */
 		REQUIRE(zone_of(blocks[i]) == zone);
 	}

@@ -4,7 +4,7 @@
  * block of pc_alloc_pages (page.h, top comment: lock-free readers of slab
  * memory).
  *
- * One zone instance, the thread pinned to CPU 0, so that every request goes
+ * One zone instance, the thread pinned to one CPU, so that every request goes
  * to one zone; runs of a whole chunk (PC_RUN_MAX_PAGES pages: more than
  * PC_PCP_MAX_RUN, so they bypass the per-CPU lists). Nothing depends on
  * timing: the delay is an hour and the page clock is moved by hand.
@@ -381,7 +381,7 @@ int main(void)
 	REQUIRE(pc_option_set(PC_OPT_VM_NUMA_FAKE, 0, true) == 0);
 	pc_page_init();
 	REQUIRE(pin_cpu(0));
-	zone = pc_zone_preferred(0);
+	zone = pc_zone_preferred((unsigned)test_cpu(0));
 	RUN(trim_unmaps);
 	RUN(slab_region_stays);
 	RUN(placement);

@@ -103,17 +103,12 @@ static uint64_t round_refills(struct pc_cache *s, int n, uint64_t *flushes)
 }
 
 /* rseq mode: stay on one CPU (one CPU's sheaves, the barn of its node):
- * the first CPU the thread may run on. */
+ * the first CPU the process may run on (unit_helpers.h). */
 static bool settle(void)
 {
 	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ)
 		return true;
-	cpu_set_t set;
-	REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
-	for (unsigned c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set))
-			return pin_cpu(c);
-	return false;
+	return pin_cpu(0);
 }
 
 static struct pc_cache *make(const char *name, long kb)

@@ -7,8 +7,9 @@
  * and without live objects, and the SLUB counters (stats.enable) on the
  * exact paths that should count them.
  *
- * The whole run is pinned to CPU 0, so that os_cpu_current() is 0 on every
- * call and every fast path works on cpu[0]: exact counts (LIFO reuse, which
+ * The whole run is pinned to the process's first CPU (test_cpu(0), CPU0
+ * below), so that os_cpu_current() is CPU0 on every call and every fast path
+ * works on cpu[CPU0]: exact counts (LIFO reuse, which
  * slab an object comes from, counters) do not depend on the scheduler.
  * Cross-CPU behaviour is the business of model.c, threads.c and numa.c.
  */
@@ -59,6 +60,9 @@ static void snap_stats(struct pc_cache *s, uint64_t out[PC_SLAB_STAT_COUNT])
 }
 
 /* Counter k moved by exactly `want` since `before`. */
+/* The CPU the tests run on: the process's first (unit_helpers.h). */
+#define CPU0 test_cpu(0)
+
 #define CHECK_STAT_DELTA(s, before, k, want) \
 	CHECK_EQ(stat_of((s), PC_SLAB_STAT_##k) - (before)[PC_SLAB_STAT_##k], (want))
 
@@ -670,7 +674,7 @@ TEST(stats_fast_paths)
 	CHECK_STAT_DELTA(s, b, slab_alloc, 1);
 	CHECK_STAT_DELTA(s, b, alloc_slowpath, 1);
 	CHECK_STAT_DELTA(s, b, alloc_fastpath, 0);
-	CHECK_EQ(pc_load_relaxed(&s->cpu[0].slab), pc_slab_of(first));
+	CHECK_EQ(pc_load_relaxed(&s->cpu[CPU0].slab), pc_slab_of(first));
 
 	/* Same CPU alloc + free: the CPU freelist both ways. */
 	snap_stats(s, b);
@@ -709,8 +713,8 @@ TEST(stats_fast_paths)
 }
 
 /*
- * Three slabs filled in turn on CPU 0: A and B retire full, C is the CPU slab
- * with an empty CPU freelist. Frees into A and B re-freeze them onto CPU 0's
+ * Three slabs filled in turn on CPU0: A and B retire full, C is the CPU slab
+ * with an empty CPU freelist. Frees into A and B re-freeze them onto CPU0's
  * partial list (or, with cpu_partial 0, list them on the node), and the next
  * allocations take them back from there.
  */
@@ -739,8 +743,8 @@ static void fill_three(struct three *t, const char *name)
 			CHECK(pc_slab_of(t->objs[k * t->per + i]) == t->slab[k]);
 	}
 	CHECK(t->slab[0] != t->slab[1] && t->slab[1] != t->slab[2]);
-	CHECK_EQ(pc_load_relaxed(&t->s->cpu[0].slab), t->slab[2]);
-	CHECK(pc_load_relaxed(&t->s->cpu[0].fl.ptr) == NULL);
+	CHECK_EQ(pc_load_relaxed(&t->s->cpu[CPU0].slab), t->slab[2]);
+	CHECK(pc_load_relaxed(&t->s->cpu[CPU0].fl.ptr) == NULL);
 	CHECK_EQ(pc_cache_check(t->s), 3 * (long)t->per);
 }
 
@@ -772,7 +776,7 @@ TEST(stats_slow_paths_cpu_partial)
 	uint64_t b[PC_SLAB_STAT_COUNT];
 	snap_stats(s, b);
 	/* A free into full slab A: slow path, remote (A is not the CPU slab),
-	 * A frozen onto CPU 0's partial list. */
+	 * A frozen onto CPU0's partial list. */
 	pc_cache_free(s, t.objs[0]);
 	t.objs[0] = NULL;
 	CHECK_STAT_DELTA(s, b, free_slowpath, 1);
@@ -781,8 +785,8 @@ TEST(stats_slow_paths_cpu_partial)
 	CHECK_STAT_DELTA(s, b, cpu_partial_free, 1);
 	CHECK_STAT_DELTA(s, b, free_add_partial, 0);
 	CHECK_STAT_DELTA(s, b, free_fastpath, 0);
-	CHECK(s->cpu[0].partial == t.slab[0]);
-	CHECK_EQ(s->cpu[0].nr_partial, 1);
+	CHECK(s->cpu[CPU0].partial == t.slab[0]);
+	CHECK_EQ(s->cpu[CPU0].nr_partial, 1);
 	CHECK(PC_SLAB_FROZEN(pc_load_relaxed(&slab_word(t.slab[0])->word)));
 	/* A second free into A: A is frozen now. */
 	snap_stats(s, b);
@@ -797,7 +801,7 @@ TEST(stats_slow_paths_cpu_partial)
 	t.objs[per] = NULL;
 	CHECK_STAT_DELTA(s, b, cpu_partial_free, 1);
 	CHECK_STAT_DELTA(s, b, cpu_partial_drain, 0);
-	CHECK_EQ(s->cpu[0].nr_partial, 2);
+	CHECK_EQ(s->cpu[CPU0].nr_partial, 2);
 	/* An object of the CPU slab C: fast path. */
 	snap_stats(s, b);
 	pc_cache_free(s, t.objs[2 * per]);
@@ -825,7 +829,7 @@ TEST(stats_slow_paths_cpu_partial)
 	CHECK_STAT_DELTA(s, b, alloc_fastpath, 2);
 	CHECK_STAT_DELTA(s, b, alloc_from_partial, 0);
 	CHECK_STAT_DELTA(s, b, slab_alloc, 0);
-	CHECK_EQ(s->cpu[0].nr_partial, 0);
+	CHECK_EQ(s->cpu[CPU0].nr_partial, 0);
 	CHECK_EQ(pc_cache_check(s), 3 * (long)per);
 	t.objs[0] = x; /* any slot will do for free_three */
 	t.objs[1] = y;
@@ -846,7 +850,7 @@ TEST(stats_slow_paths_cpu_partial)
 	CHECK_STAT_DELTA(s, b, cpu_partial_free, 2);
 	CHECK_STAT_DELTA(s, b, cpu_partial_drain, 1);
 	CHECK_STAT_DELTA(s, b, free_add_partial, 0);
-	CHECK_EQ(s->cpu[0].nr_partial, 0);
+	CHECK_EQ(s->cpu[CPU0].nr_partial, 0);
 	struct pc_cache_info info;
 	pc_cache_info(s, &info);
 	CHECK_EQ(info.partial_slabs, 2);
@@ -879,7 +883,7 @@ TEST(stats_slow_paths_node_partial)
 	CHECK_STAT_DELTA(s, b, cpu_partial_free, 0);
 	CHECK(t.slab[0]->flags & PC_SLAB_ON_PARTIAL);
 	CHECK(!PC_SLAB_FROZEN(pc_load_relaxed(&slab_word(t.slab[0])->word)));
-	CHECK(s->cpu[0].partial == NULL);
+	CHECK(s->cpu[CPU0].partial == NULL);
 	pc_cache_free(s, t.objs[1]); /* A again: listed, lock-free push */
 	t.objs[1] = NULL;
 	CHECK_STAT_DELTA(s, b, free_slowpath, 2);
@@ -960,10 +964,10 @@ TEST(get_partial_fills_cpu_partial)
 	CHECK_EQ(info.cpu_partial, 6);
 	void *p = pc_cache_alloc(s); /* CPU slab exhausted: refill */
 	REQUIRE(p);
-	CHECK_EQ(s->cpu[0].nr_partial, 3);
+	CHECK_EQ(s->cpu[CPU0].nr_partial, 3);
 	CHECK_EQ(pc_load_relaxed(&s->node[0]->nr_partial), SLABS - 1 - 4);
 	bool frozen = true;
-	for (struct pc_page *sl = s->cpu[0].partial; sl; sl = (struct pc_page *)(void *)sl->list.next)
+	for (struct pc_page *sl = s->cpu[CPU0].partial; sl; sl = (struct pc_page *)(void *)sl->list.next)
 		frozen &= PC_SLAB_FROZEN(pc_load_relaxed(&slab_word(sl)->word)) &&
 			  !(sl->flags & PC_SLAB_ON_PARTIAL);
 	CHECK(frozen);
@@ -972,14 +976,14 @@ TEST(get_partial_fills_cpu_partial)
 	void *q[3];
 	for (int i = 0; i < 3; i++) {
 		REQUIRE((q[i] = pc_cache_alloc(s)) != NULL);
-		CHECK_EQ(s->cpu[0].nr_partial, 2 - i);
+		CHECK_EQ(s->cpu[CPU0].nr_partial, 2 - i);
 	}
 	CHECK_EQ(pc_load_relaxed(&s->node[0]->nr_partial), 2);
 	/* cpu_partial 1: want 0, only the CPU slab is taken. */
 	set_opt(PC_OPT_SLUB_CPU_PARTIAL, 1);
 	void *r = pc_cache_alloc(s);
 	REQUIRE(r);
-	CHECK_EQ(s->cpu[0].nr_partial, 0);
+	CHECK_EQ(s->cpu[CPU0].nr_partial, 0);
 	CHECK_EQ(pc_load_relaxed(&s->node[0]->nr_partial), 1);
 	CHECK_EQ(pc_cache_check(s), (long)(SLABS * per) - (SLABS - 1) + 5);
 	pc_cache_free(s, p);
@@ -1088,7 +1092,7 @@ int main(void)
 	REQUIRE(pc_option_set(PC_OPT_SLUB_SHEAF_CAPACITY, 0, true) == 0);
 	pc_page_init();
 	if (!pin_cpu(0))
-		fprintf(stderr, "cannot pin to CPU 0: the tests that need it are skipped\n");
+		fprintf(stderr, "cannot pin to a CPU: the tests that need it are skipped\n");
 	RUN(invalid_arguments);
 	RUN(alignment);
 	RUN(slab_of_foreign_pointers);

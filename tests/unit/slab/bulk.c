@@ -63,7 +63,7 @@ TEST(new_slab_taken_whole)
 	pc_cache_info(s, &info);
 	unsigned per = info.objects_per_slab;
 	REQUIRE(per >= 2 && 4 * per <= MAX);
-	struct pc_cache_cpu *c = &s->cpu[0];
+	struct pc_cache_cpu *c = &s->cpu[test_cpu(0)];
 
 	/* Two slabs' worth: two new slabs, each taken whole. */
 	CHECK_EQ(slab_alloc_bulk(s, out, 2 * per), 2 * per);

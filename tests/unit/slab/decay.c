@@ -63,7 +63,7 @@ TEST(idle_thread_decays)
 TEST(used_sheaf_stays)
 {
 	if (!pin_cpu(0)) {
-		printf("  (cannot pin to CPU 0; skipped)\n");
+		printf("  (cannot pin to a CPU; skipped)\n");
 		return;
 	}
 	struct pc_cache *s = pc_cache_create("dc-used", 64, 0, NULL);

@@ -219,8 +219,8 @@ TEST(random_model)
 	for (long op = 0; op < OPS; op++) {
 		if (op % (OPS / (long)nphases) == 0 && op / (OPS / (long)nphases) < (long)nphases)
 			apply_phase(&phases[op / (OPS / (long)nphases)]);
-		if (can_pin && op % 3000 == 1500 && os_cpu_count() > 1) {
-			cpu = (cpu + 1 + (unsigned)(test_rand(&rng) % (os_cpu_count() - 1))) % os_cpu_count();
+		if (can_pin && op % 3000 == 1500 && test_cpus() > 1) { /* another allowed CPU */
+			cpu = (cpu + 1 + (unsigned)(test_rand(&rng) % (test_cpus() - 1))) % test_cpus();
 			pin_cpu(cpu);
 		}
 		/* The free share drifts: 30% .. 70% in a 40k-op wave, so that

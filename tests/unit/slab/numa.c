@@ -1,6 +1,9 @@
 /*
  * tests/unit/slab/numa.c - per-node behaviour with two fake nodes
- * (vm.numa_fake=2 before start-up: CPU 0 is node 0, CPU 1 is node 1).
+ * (vm.numa_fake=2 before start-up: CPU c is node c % 2). "CPU 0" and "CPU
+ * 1" below are the process's first two CPUs (pin_cpu(0), pin_cpu(1)), which
+ * must then be on nodes 0 and 1 (else the test skips: a cpuset of one CPU,
+ * or of CPUs 1 and 2).
  *
  *   - a slab made on CPU 0 lies in node 0's memory (its zones' descriptors
  *     say so: the slab counts are per CPU, the test walks the memory); on
@@ -230,7 +233,7 @@ static void *trader_main(void *argp)
 	struct trader *t = argp;
 	cpu_set_t set;
 	CPU_ZERO(&set);
-	CPU_SET(t->cpu, &set);
+	CPU_SET(test_cpu(t->cpu), &set); /* its rank: "CPU 0" or "CPU 1" */
 	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
 		pc_add_relaxed(&trade_errors, 1);
 	for (long op = 0; op < TRADE_OPS; op++) {
@@ -307,9 +310,10 @@ int main(void)
 	REQUIRE(pc_option_set(PC_OPT_SLUB_SHEAF_CAPACITY, 0, true) == 0);
 	REQUIRE(pc_option_set(PC_OPT_VM_NUMA_FAKE, 2, true) == 0);
 	pc_page_init();
-	two_cpus = os_cpu_count() >= 2 && pin_cpu(1) && pin_cpu(0);
+	two_cpus = pin_cpu(1) && pin_cpu(0) && pc_cpu_node((unsigned)test_cpu(0)) == 0 &&
+		   pc_cpu_node((unsigned)test_cpu(1)) == 1;
 	if (!two_cpus) {
-		printf("needs two CPUs; skipped\n");
+		printf("needs two CPUs, on nodes 0 and 1; skipped\n");
 		return 0;
 	}
 	warm_nodes();

@@ -56,6 +56,11 @@
 #include <pthread.h>
 #include <signal.h>
 
+/* The process's first and second CPUs (pin_cpu(0), pin_cpu(1)): "CPU 0"
+ * and "CPU 1" below, whatever their numbers (a cpuset without CPU 0). */
+#define CPU0 ((unsigned)test_cpu(0))
+#define CPU1 ((unsigned)test_cpu(1))
+
 static long sheaf_objects(struct pc_cache *s)
 {
 	struct pc_cache_info info;
@@ -143,15 +148,15 @@ TEST(flush_other_cpu)
 	REQUIRE(pthread_create(&t, NULL, fill_on_cpu1, NULL) == 0);
 	pthread_join(t, &skipped);
 	if (skipped) {
-		fprintf(stderr, "  cannot pin to CPU 1: skipped\n");
+		fprintf(stderr, "  no second CPU: skipped\n");
 		return;
 	}
-	CHECK(pc_load_relaxed(&remote_cache->slots[1].main) != &pc_sheaf_none);
+	CHECK(pc_load_relaxed(&remote_cache->slots[CPU1].main) != &pc_sheaf_none);
 	CHECK(sheaf_objects(remote_cache) > 0);
 	uint64_t before = stat_of(remote_cache, PC_SLAB_STAT_sheaf_flush_all);
 	pc_cache_shrink(remote_cache);
 	CHECK_EQ(sheaf_objects(remote_cache), 0);
-	CHECK(pc_load_relaxed(&remote_cache->slots[1].main) == &pc_sheaf_none);
+	CHECK(pc_load_relaxed(&remote_cache->slots[CPU1].main) == &pc_sheaf_none);
 	CHECK(stat_of(remote_cache, PC_SLAB_STAT_sheaf_flush_all) > before);
 	CHECK_EQ(pc_cache_destroy(remote_cache), 0);
 }
@@ -175,7 +180,7 @@ static void free_with_guess(struct pc_cache *s, struct pc_cache *other, void *ob
 TEST(free_guess_checked)
 {
 	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || !pin_cpu(0)) {
-		fprintf(stderr, "  needs rseq and CPU 0: skipped\n");
+		fprintf(stderr, "  needs rseq: skipped\n");
 		return;
 	}
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 16);
@@ -208,7 +213,7 @@ static uint32_t main_count(struct pc_cache *s, unsigned cpu)
 TEST(main_and_spare_share)
 {
 	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || !pin_cpu(0)) {
-		fprintf(stderr, "  needs rseq and CPU 0: skipped\n");
+		fprintf(stderr, "  needs rseq: skipped\n");
 		return;
 	}
 	enum { CAP = 16, N = 3 * CAP };
@@ -219,34 +224,34 @@ TEST(main_and_spare_share)
 	for (int i = 0; i < N; i++)
 		REQUIRE((v[i] = pc_cache_alloc(s)) != NULL);
 	pc_cache_shrink(s); /* no sheaf on any CPU now */
-	REQUIRE(s->slots[0].spare == NULL);
+	REQUIRE(s->slots[CPU0].spare == NULL);
 	/* CAP + 1 frees: main fills, then a fresh main takes the last one and
 	 * the full one becomes the spare (no spare to share with yet). */
 	for (int i = 0; i <= CAP; i++)
 		pc_cache_free(s, v[i]);
-	CHECK_EQ(main_count(s, 0), 1);
-	REQUIRE(s->slots[0].spare != NULL);
-	CHECK_EQ(s->slots[0].spare->count, CAP);
+	CHECK_EQ(main_count(s, CPU0), 1);
+	REQUIRE(s->slots[CPU0].spare != NULL);
+	CHECK_EQ(s->slots[CPU0].spare->count, CAP);
 	uint64_t moves = stat_of(s, PC_SLAB_STAT_sheaf_move);
 	uint64_t swaps = stat_of(s, PC_SLAB_STAT_sheaf_swap);
 	/* Main runs empty: half the spare comes over, the pop takes one. */
 	CHECK(pc_cache_alloc(s) == v[CAP]);
 	CHECK(pc_cache_alloc(s) == v[CAP - 1]); /* the spare's top, now main's */
-	CHECK_EQ(main_count(s, 0), CAP / 2 - 1);
-	CHECK_EQ(s->slots[0].spare->count, CAP / 2);
+	CHECK_EQ(main_count(s, CPU0), CAP / 2 - 1);
+	CHECK_EQ(s->slots[CPU0].spare->count, CAP / 2);
 	CHECK_EQ(stat_of(s, PC_SLAB_STAT_sheaf_move), moves + 1);
 	/* Main runs full: half of it goes to the spare, then the push. */
 	for (int i = 0; i < CAP / 2 + 1; i++)
 		pc_cache_free(s, v[CAP + 1 + i]);
-	CHECK_EQ(main_count(s, 0), CAP);
+	CHECK_EQ(main_count(s, CPU0), CAP);
 	pc_cache_free(s, v[CAP + 2 + CAP / 2]);
-	CHECK_EQ(main_count(s, 0), CAP / 2 + 1);
-	CHECK_EQ(s->slots[0].spare->count, CAP);
+	CHECK_EQ(main_count(s, CPU0), CAP / 2 + 1);
+	CHECK_EQ(s->slots[CPU0].spare->count, CAP);
 	CHECK_EQ(stat_of(s, PC_SLAB_STAT_sheaf_move), moves + 2);
 	CHECK_EQ(stat_of(s, PC_SLAB_STAT_sheaf_swap), swaps); /* no trade */
 	CHECK(pc_cache_alloc(s) == v[CAP + 2 + CAP / 2]); /* LIFO still */
 	pc_cache_free(s, v[CAP + 2 + CAP / 2]);
-	CHECK_EQ(sheaf_objects(s), (long)(main_count(s, 0) + s->slots[0].spare->count));
+	CHECK_EQ(sheaf_objects(s), (long)(main_count(s, CPU0) + s->slots[CPU0].spare->count));
 	for (int i = CAP + 3 + CAP / 2; i < N; i++)
 		pc_cache_free(s, v[i]);
 	pc_cache_free(s, v[CAP - 1]);
@@ -273,7 +278,7 @@ TEST(move_after_migration)
 {
 	if (pc_sheaf_mode() != PC_SHEAF_MODE_RSEQ || os_cpu_count() < 2 || !pin_cpu(1) ||
 	    !pin_cpu(0)) {
-		fprintf(stderr, "  needs rseq and CPUs 0 and 1: skipped\n");
+		fprintf(stderr, "  needs rseq and two CPUs: skipped\n");
 		return;
 	}
 	enum { CAP = 16, N = 4 * CAP };
@@ -288,36 +293,36 @@ TEST(move_after_migration)
 	REQUIRE(pin_cpu(1));
 	for (int i = 0; i < CAP; i++)
 		pc_cache_free(s, v[next++]);
-	CHECK_EQ(main_count(s, 1), CAP);                 /* CPU 1: main full */
+	CHECK_EQ(main_count(s, CPU1), CAP);                 /* CPU 1: main full */
 	REQUIRE(pin_cpu(0));
 	for (int i = 0; i <= CAP; i++)
 		pc_cache_free(s, v[next++]);
-	REQUIRE(s->slots[0].spare != NULL);
-	CHECK_EQ(s->slots[0].spare->count, CAP);         /* CPU 0: spare full, */
+	REQUIRE(s->slots[CPU0].spare != NULL);
+	CHECK_EQ(s->slots[CPU0].spare->count, CAP);         /* CPU 0: spare full, */
 	void *a = pc_cache_alloc(s);
-	CHECK_EQ(main_count(s, 0), 0);                   /* main empty */
+	CHECK_EQ(main_count(s, CPU0), 0);                   /* main empty */
 	migrate_to = 1;
 	pc_store_relaxed(&pc_sheaf_test_hook, migrate_hook);
 	void *b = pc_cache_alloc(s);                     /* slow path, moves to CPU 1 */
 	CHECK(b != NULL && b != a);
-	CHECK_EQ(main_count(s, 1), CAP);                 /* no room there: untouched */
-	CHECK_EQ(main_count(s, 0), 0);
-	REQUIRE(s->slots[0].spare != NULL);
-	CHECK_EQ(s->slots[0].spare->count, CAP - 1);     /* b came from it */
+	CHECK_EQ(main_count(s, CPU1), CAP);                 /* no room there: untouched */
+	CHECK_EQ(main_count(s, CPU0), 0);
+	REQUIRE(s->slots[CPU0].spare != NULL);
+	CHECK_EQ(s->slots[CPU0].spare->count, CAP - 1);     /* b came from it */
 	void *c[CAP / 2];
 	for (int i = 0; i < CAP / 2; i++)                /* on CPU 1 now */
 		REQUIRE((c[i] = pc_cache_alloc(s)) != NULL);
-	CHECK_EQ(main_count(s, 1), CAP / 2);
+	CHECK_EQ(main_count(s, CPU1), CAP / 2);
 	REQUIRE(pin_cpu(0));
 	for (int i = 0; i < CAP; i++)
 		pc_cache_free(s, v[next++]);
-	CHECK_EQ(main_count(s, 0), CAP);                 /* CPU 0: main full, spare room 1 */
+	CHECK_EQ(main_count(s, CPU0), CAP);                 /* CPU 0: main full, spare room 1 */
 	migrate_to = 1;
 	pc_store_relaxed(&pc_sheaf_test_hook, migrate_hook);
 	pc_cache_free(s, v[next++]);                     /* slow path, moves to CPU 1 */
-	CHECK_EQ(s->slots[0].spare->count, CAP);         /* one from CPU 1's main */
-	CHECK_EQ(main_count(s, 1), CAP / 2);             /* one out, the free in */
-	CHECK_EQ(main_count(s, 0), CAP);
+	CHECK_EQ(s->slots[CPU0].spare->count, CAP);         /* one from CPU 1's main */
+	CHECK_EQ(main_count(s, CPU1), CAP / 2);             /* one out, the free in */
+	CHECK_EQ(main_count(s, CPU0), CAP);
 	pc_cache_free(s, a);
 	pc_cache_free(s, b);
 	for (int i = 0; i < CAP / 2; i++)

@@ -61,10 +61,8 @@ TEST(acquisitions_count_a_known_sequence)
 {
 	cpu_set_t saved;
 	REQUIRE(sched_getaffinity(0, sizeof(saved), &saved) == 0);
-	unsigned cpu = 0;
-	while (!CPU_ISSET(cpu, &saved))
-		cpu++;
-	REQUIRE(pin_cpu(cpu));
+	REQUIRE(pin_cpu(0)); /* the first CPU the process may run on */
+	unsigned cpu = (unsigned)test_cpu(0);
 	static void *pages[N_PAGES];
 	pages[0] = pc_alloc_pages(0); /* the zone this CPU takes pages from */
 	REQUIRE(pages[0] != NULL);
