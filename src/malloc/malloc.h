@@ -144,6 +144,7 @@ extern _Atomic(char *) pc_medium_slots PC_HIDDEN;
 extern size_t pc_medium_stride PC_HIDDEN;
 void medium_init(void);
 bool medium_start(void); /* the per-CPU cache itself, at the first miss (medium.c) */
+#define PC_MEDIUM_START_BACKOFF 256 /* misses between tries of a refused start (medium.c) */
 size_t medium_flush(void);            /* every CPU's blocks to the pages; bytes */
 size_t medium_decay(void);            /* those of CPUs idle since the last call */
 size_t medium_cached_bytes(void);     /* bytes held by the cache (racy sum) */

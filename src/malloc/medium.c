@@ -398,6 +398,27 @@ static void *medium_refill(size_t pages)
 	return blocks[0];
 }
 
+/*
+ * A refused start (medium_init_once: the OS refused its mapping, as under
+ * `ulimit -v` or a memory cgroup at its limit) is not tried again at every
+ * miss, or such a program would pay a failed mmap per medium malloc: the
+ * next PC_MEDIUM_START_BACKOFF misses only count down, and a decay pass
+ * (medium_decay: the release thread's) ends the wait early. Relaxed load
+ * and store, no read-modify-write: a decrement lost to a race delays the
+ * try by a miss; threads that read 0 together all call medium_start, whose
+ * pc_once runs one mapping and hands its failure to the others.
+ */
+static _Atomic uint32_t medium_start_wait; /* misses left before the next try */
+
+static PC_NOINLINE void medium_start_missed(void)
+{
+	uint32_t wait = pc_load_relaxed(&medium_start_wait);
+	if (wait != 0)
+		pc_store_relaxed(&medium_start_wait, wait - 1);
+	else
+		medium_start();
+}
+
 /* A medium malloc the cache could not serve (large.c): raise the bound of
  * this CPU if its class was refused since its last miss; then the decay's
  * tick; then the refill (medium_refill), whose first block is the caller's
@@ -406,11 +427,12 @@ static void *medium_refill(size_t pages)
  * halving is not undone. */
 PC_NOINLINE void *medium_cache_miss(size_t pages)
 {
-	/* The process's first medium miss starts the cache (medium_start); a
-	 * start that failed is tried again by the next miss. Acquire: pairs
-	 * with medium_init_once's release (medium_ncpus, medium_cpus). */
+	/* The process's first medium miss starts the cache; a start that
+	 * the OS refused is tried again after a back-off (medium_start_missed).
+	 * Acquire: pairs with medium_init_once's release (medium_ncpus,
+	 * medium_cpus). */
 	if (pc_unlikely(!pc_load_acquire(&pc_medium_slots)) && pc_sheaf_mode() == PC_SHEAF_MODE_RSEQ)
-		medium_start();
+		medium_start_missed();
 	int32_t cpu = os_rseq_cpu_id();
 	if (pc_load_acquire(&pc_medium_slots) && cpu >= 0 && (unsigned)cpu < medium_ncpus) {
 		struct medium_cpu *mc = &medium_cpus[cpu];
@@ -620,8 +642,11 @@ static size_t medium_decay_locked(void)
 
 size_t medium_decay(void)
 {
-	if (!pc_load_acquire(&pc_medium_slots)) /* as in medium_flush_cpus */
+	if (!pc_load_acquire(&pc_medium_slots)) { /* as in medium_flush_cpus */
+		if (pc_load_relaxed(&medium_start_wait) != 0)
+			pc_store_relaxed(&medium_start_wait, 0); /* a refused start: the next miss tries */
 		return medium_thread_flush(true);
+	}
 	medium_enter();
 	pc_spin_lock(&medium_decay_lock);
 	size_t bytes = medium_decay_locked();
@@ -777,7 +802,8 @@ void medium_init(void)
 /* Once, at the first medium miss in rseq mode (medium_start): map the slots,
  * medium_stacks and per-CPU records, point every slot at its (empty,
  * zero-filled) stack, then publish the slots. False if the OS refused the
- * memory (the cache stays off until a later miss starts it). */
+ * memory (the cache stays off until a later miss starts it, after the
+ * back-off: medium_start_missed). */
 static bool medium_init_once(void)
 {
 	medium_ncpus = os_cpu_count();
@@ -787,8 +813,10 @@ static bool medium_init_once(void)
 	size_t cpu_bytes = (size_t)medium_ncpus * sizeof(struct medium_cpu);
 	size_t total = pc_align_up(slot_bytes + stack_bytes + cpu_bytes, PC_PAGE_SIZE);
 	char *mem = os_map(total, PC_PAGE_SIZE); /* zeroed: capacities and counts 0 */
-	if (!mem)
+	if (!mem) { /* refused: the misses wait before they try again */
+		pc_store_relaxed(&medium_start_wait, PC_MEDIUM_START_BACKOFF);
 		return false;
+	}
 	medium_stacks = mem + slot_bytes;
 	medium_cpus = (struct medium_cpu *)(void *)(medium_stacks + stack_bytes);
 	for (unsigned c = 0; c < medium_ncpus; c++)
@@ -815,6 +843,8 @@ static bool medium_init_once(void)
  * with the cache off. True when the cache is on. A signal handler that
  * interrupted a medium or sheaf path of its own thread (the start
  * included) starts nothing: the start takes locks that thread may hold.
+ * Tries now; the misses go through medium_start_missed, which waits
+ * PC_MEDIUM_START_BACKOFF misses after a refusal.
  */
 static _Atomic uint32_t medium_once; /* pc_once */
 

@@ -17,9 +17,13 @@
  *                      is kept on this CPU's stack and handed out again.
  *  racing_first_miss   8 threads released at once make their first medium
  *                      malloc: one start, every block usable.
- *  refused_start_retried  the start's mapping refused (injected): the
- *                      malloc still gets its block, the cache stays off;
- *                      the next miss starts it.
+ *  refused_start_retried  every mapping refused (injected, as under
+ *                      `ulimit -v`): the mallocs still get their blocks,
+ *                      the cache stays off, and the start is tried at the
+ *                      first miss, then once per PC_MEDIUM_START_BACKOFF
+ *                      misses (counted: the injected failures), not at
+ *                      every miss; a decay pass ends the wait; with memory
+ *                      again, the next try starts the cache.
  */
 #define _GNU_SOURCE
 #include "test.h"
@@ -120,26 +124,54 @@ static int racing_body(void)
 	return pc_page_check() ? 0 : 5;
 }
 
+/* A malloc and free of a medium block (16 KiB, a miss while the cache is
+ * off): false if the malloc failed. */
+static bool medium_pair(void)
+{
+	char *p = pc_malloc(16 * KiB);
+	if (p == NULL)
+		return false;
+	memset(p, 4, 16 * KiB);
+	pc_free(p);
+	return true;
+}
+
 /* Runs in a child, where nothing has started the cache yet (rseq mode:
- * thread mode never maps one). The miss's first mapping is the start's. */
+ * thread mode never maps one). No release thread and an hour's delay: no
+ * decay pass but the test's. The zone gets free pages first (a 2 MiB block,
+ * not medium, freed), so that with every mapping refused the only mappings
+ * tried are the start's, each one an injected failure. Tries at misses 1,
+ * B + 2 and 2B + 3 (B = PC_MEDIUM_START_BACKOFF): 3 in 2B + 3 misses, where
+ * a try per miss made 2B + 3. */
 static int refused_body(void)
 {
 	if (!rseq_mode())
 		return 0;
-	unsigned long before = os_injected_failures();
-	os_inject_map_failures(0, 1);
-	char *p = pc_malloc(16 * KiB);
-	if (p == NULL)
+	if (pc_option_set(PC_OPT_VM_RELEASE_THREAD, 0, false) != 0 ||
+	    pc_option_set(PC_OPT_VM_RELEASE_DELAY_MS, 3600000, false) != 0)
 		return 2;
-	memset(p, 4, 16 * KiB);
-	if (started() || os_injected_failures() != before + 1)
+	char *warm = pc_malloc(2048 * KiB);
+	if (warm == NULL)
 		return 3;
-	char *q = pc_malloc(16 * KiB);
-	if (q == NULL || !started())
-		return 4;
-	pc_free(p);
-	pc_free(q);
-	return pc_page_check() ? 0 : 5;
+	memset(warm, 5, 2048 * KiB);
+	pc_free(warm);
+	unsigned long before = os_injected_failures();
+	os_inject_map_failures(0, 1000000);
+	for (unsigned i = 0; i < 2 * PC_MEDIUM_START_BACKOFF + 3; i++)
+		if (!medium_pair())
+			return 4;
+	if (started() || os_injected_failures() - before != 3)
+		return 5;
+	medium_decay(); /* a decay pass: the next miss tries again */
+	if (!medium_pair() || os_injected_failures() - before != 4)
+		return 6;
+	os_inject_map_failures(0, 0); /* memory again: the wait still holds */
+	if (!medium_pair() || started())
+		return 7;
+	medium_decay();
+	if (!medium_pair() || !started() || os_injected_failures() - before != 4)
+		return 8;
+	return pc_page_check() ? 0 : 9;
 }
 
 TEST(refused_start_retried)
