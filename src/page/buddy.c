@@ -290,6 +290,69 @@ struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_be
 	return best;
 }
 
+/* ---- what release batches would give back (the grow wait) ---------------- */
+
+/* Under z->lock: whether a release pass holds the block headed by pg, of
+ * `order` or more (z->release_held_blocks: at most a batch per pass). */
+static bool block_held_locked(const struct pc_zone *z, const struct pc_page *pg, unsigned order)
+{
+	const struct pc_list *it;
+	pc_list_for_each(it, &z->release_held_blocks)
+		if (pc_list_entry(it, struct pc_page, list) == pg)
+			return pc_pg_order(pg) >= order;
+	return false;
+}
+
+/* Under z->lock: whether the aligned block [idx, idx + 2^order) of r is
+ * wholly free once every held block is back: a free block or a held one
+ * covers it, or each of its halves is so. Only a block with a held piece
+ * inside is asked, so no free block covers it from further out; the look
+ * goes into a half only while the halves before were free, and ends at the
+ * first page that is neither (depth <= order). */
+static bool free_once_back_locked(const struct pc_zone *z, struct pc_region *r, size_t idx,
+				  unsigned order)
+{
+	const struct pc_page *pg = &r->pages[idx];
+	unsigned st = pc_pg_state(pg);
+	if (st == PC_PG_BUDDY && pc_pg_order(pg) >= order)
+		return true;
+	if (st == PC_PG_NONE && block_held_locked(z, pg, order))
+		return true;
+	/* else a page in use, or a smaller free or held block at idx: the
+	 * halves, each on its own */
+	if (order == 0)
+		return false;
+	size_t half = (size_t)1 << (order - 1);
+	return free_once_back_locked(z, r, idx, order - 1) &&
+	       free_once_back_locked(z, r, idx + half, order - 1);
+}
+
+/*
+ * Under z->lock: whether the blocks release passes hold would, once freed
+ * back, give a free block of `order` or more: one of them is that big, or
+ * the aligned block of `order` around one of them would then be wholly
+ * free (its buddies, free now or held too, merge with it; coalescing is
+ * complete, so freeing them back gives exactly the maximal free aligned
+ * blocks). What the grow wait asks before it waits (page_alloc.c).
+ */
+bool zone_held_blocks_serve_locked(struct pc_zone *z, unsigned order)
+{
+	pc_lock_assert_held(&z->lock);
+	if (z->free_pages + z->release_held < ((size_t)1 << order))
+		return false; /* not enough pages, merged or not */
+	struct pc_list *it;
+	pc_list_for_each(it, &z->release_held_blocks) {
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		if (pc_pg_order(pg) >= order)
+			return true;
+		struct pc_region *r = pc_page_region(pg);
+		size_t around = (size_t)(pg - r->pages) & ~(((size_t)1 << order) - 1);
+		if (free_once_back_locked(z, r, around, order))
+			return true;
+	}
+	return false;
+}
+
 void zone_free(struct pc_zone *z, struct pc_page *pg, unsigned order)
 {
 	pc_lock_acquire(&z->lock);

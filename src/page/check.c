@@ -163,15 +163,21 @@ static bool check_zone(struct pc_zone *z)
 {
 	size_t listed = 0, pcp_blocks = 0, runs = 0;
 	bool ok = true;
-	/* A release pass's blocks (runs) count in release_held and
-	 * release_held_nr (run_release_held_nr) from their take to their free
-	 * back, both in one in_flight window (release.c, run.c). */
-	size_t held_nr = 0;
-	for (unsigned o = 0; o <= PC_MAX_ORDER; o++)
-		held_nr += z->release_held_nr[o] + z->run_release_held_nr[o];
-	PC_PAGE_CHECK(z->in_flight > 0 || (z->release_held == 0 && held_nr == 0),
-		      "zone %u: %zu pages, %zu pieces held by a release pass, none in flight", z->id,
-		      z->release_held, held_nr);
+	/* A release pass's blocks (runs) are on release_held_blocks (runs),
+	 * the blocks' pages counted in release_held, from their take to their
+	 * free back, both in one in_flight window (release.c, run.c). */
+	size_t held_pages = 0, held_nr = 0;
+	struct pc_list *it;
+	pc_list_for_each(it, &z->release_held_blocks) {
+		held_pages += (size_t)1 << pc_pg_order(pc_list_entry(it, struct pc_page, list));
+		held_nr++;
+	}
+	pc_list_for_each(it, &z->release_held_runs)
+		held_nr++;
+	PC_PAGE_CHECK(held_pages == z->release_held, "zone %u: release_held %zu, held blocks %zu pages",
+		      z->id, z->release_held, held_pages);
+	PC_PAGE_CHECK(z->in_flight > 0 || held_nr == 0,
+		      "zone %u: %zu pieces held by a release pass, none in flight", z->id, held_nr);
 	for (unsigned c = 0; ok && c < os_cpu_count(); c++)
 		ok = check_pcp(z, &z->pcp[c], &pcp_blocks);
 	ok = ok && check_free_areas(z, &listed);

@@ -91,11 +91,11 @@
  * free (a quarter region), else grows its own instance with a new region
  * (bound to the node), and only when the OS refuses takes any free memory of
  * its node, then of other nodes, then drains every per-CPU list. Before it
- * grows, a slow path that finds its zone's release batches holding a piece
- * that can serve the request (zone->release_held_nr, run_release_held_nr:
- * free blocks or free runs being madvised, on no list meanwhile, by order)
- * waits for them to come back, 50 ms at most for the whole slow path, and
- * takes again (page_alloc.c, take_after_release): the zone has that
+ * grows, a slow path that finds its zone's release batches holding memory
+ * that can serve the request once back, alone or merged with its free
+ * neighbours (zone->release_held_blocks, release_held_runs: free blocks or
+ * free runs being madvised, on no list meanwhile) waits for them to come
+ * back, 50 ms at most for the whole slow path, and takes again (page_alloc.c, take_after_release): the zone has that
  * memory, and a region mapped for want of it stayed wholly free (issue 9).
  * Callers may hold locks of the layers above through the wait; the bound
  * also keeps their hold short.
@@ -179,10 +179,11 @@
  *     block or run between two zone-lock holds of a release pass or an
  *     unmapping is counted in zone->in_flight; the pages of a release
  *     pass's buddy blocks also in zone->release_held (0 when no pass holds
- *     any; not use for the peak and the release bound) and, by order, in
- *     zone->release_held_nr, its free runs by floor(log2(length)) in
- *     zone->run_release_held_nr (what the grow wait looks at; free runs
- *     count as use, held or not); a fork child has none; a bit of
+ *     any; not use for the peak and the release bound) and on
+ *     zone->release_held_blocks, its free runs on zone->release_held_runs
+ *     (what the grow wait looks at; free runs count as use, held or not);
+ *     both lists are empty when nothing is in flight; a fork child has
+ *     none; a bit of
  *     pcp->used is set iff its list is not empty; every head on them has
  *     state PC_PG_PCP, aux = its length and order = floor(log2(length))
  *     (so the lock-free double-free check, which trusts a free head's
@@ -445,12 +446,14 @@ struct pc_zone {
 	 * yet freed back (release.c). Off the lists, so outside free_pages, but
 	 * no use: the peak of use and the bound leave them out. */
 	size_t release_held;
-	/* Under lock: the pieces a release pass holds off the lists, by order:
-	 * its buddy blocks (release.c), its free runs by floor(log2(length))
-	 * (run.c). What an allocation's slow path may wait for (page_alloc.c,
-	 * take_after_release). */
-	unsigned release_held_nr[PC_MAX_ORDER + 1];
-	unsigned run_release_held_nr[PC_MAX_ORDER + 1];
+	/* Under lock: the pieces release passes hold off the lists, linked
+	 * through their heads' list: buddy blocks (release.c; state
+	 * PC_PG_NONE, order = theirs; their pages sum to release_held) and
+	 * free runs (run.c; state PC_PG_NONE, aux = length). What an
+	 * allocation's slow path may wait for, with what they would merge
+	 * into once back (page_alloc.c, take_after_release). */
+	struct pc_list release_held_blocks;
+	struct pc_list release_held_runs;
 	size_t managed_pages;  /* under lock: pages in all regions */
 	/* Under lock: the chunks of the newest region not yet on the free lists
 	 * (buddy.c, "seeding"): its last seed_pages pages, FRESH, counted in
@@ -845,6 +848,7 @@ void zone_publish_counts_locked(struct pc_zone *z);
 void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order);
 void zone_seed_all_locked(struct pc_zone *z);
 struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order);
+bool zone_held_blocks_serve_locked(struct pc_zone *z, unsigned order);
 /* "page_alloc.c": a fork is taking the zone locks (pc_page_prefork; relaxed:
  * a stale value costs one more batch or one batch less). Loops that take a
  * zone's memory off its lists batch after batch with the lock dropped in
@@ -925,5 +929,6 @@ bool zone_run_claim_locked(struct pc_zone *z, struct pc_page *pg, size_t pages, 
 size_t zone_run_release_locked(struct pc_zone *z);
 size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before);
 bool zone_run_check_locked(struct pc_zone *z, size_t *listed);
+bool zone_held_runs_serve_locked(struct pc_zone *z, size_t need);
 
 #endif /* PC_PAGE_H */

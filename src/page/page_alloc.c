@@ -140,39 +140,32 @@ static struct pc_page *take_after_drain(const struct page_req *rq)
 #define GROW_WAIT_NS 50000000u /* 50 ms */
 
 /*
- * Under z->lock: whether a piece that release batches of z hold off its
- * lists can serve rq once back on its own (z->release_held_nr: a pass's
- * buddy blocks by order, release.c; z->run_release_held_nr: its free runs
- * by floor(log2(length)), run.c). A block request: a held block of its
- * order or above. A run request: a held top-order block (a chunk for the
- * run heap), or a held run of at least what it needs (with an alignment,
- * its worst placement, as zone_run_alloc_locked sizes it), counted from
- * the order that holds need pages whatever their length: a held run of
- * need up to that power of two is missed. Not waited for: an unmapping
- * (unmap.c: a wholly free region going away, which no request gets back),
- * pieces too small for the request (a pass over small blocks, or over free
- * runs of partly used chunks, while a 4 MiB block is asked for), and pcp
- * batches (pcp.c: between a pcp and the zone for one wait on this lock, no
- * system call in between, and of blocks of orders <= PC_PCP_MAX_ORDER).
- * Held pieces that would merge with free neighbours, or with each other,
- * into enough are not counted either: such a request grows the zone, as
- * it did before the wait.
+ * Under z->lock: whether what release batches of z hold off its lists
+ * would serve rq once back, alone or merged with its free neighbours and
+ * the other held pieces (buddy.c, zone_held_blocks_serve_locked: the
+ * blocks, by the buddy structure; run.c, zone_held_runs_serve_locked: the
+ * free runs, by their chunks). A block request: a free block of its order
+ * or more, or a chunk wholly free (a top-order block). A run request: a
+ * free run of `need` pages (with an alignment, its worst placement, as
+ * zone_run_alloc_locked sizes it), or a top-order block for the run heap.
+ * Exact for the zone as it is at the look (the lists can change while it
+ * waits: each turn looks again). Not waited for: an unmapping (unmap.c: a
+ * wholly free region going away, which no request gets back), pieces that
+ * cannot serve the request even merged (a pass over small blocks, or over
+ * free runs of partly used chunks, while a 4 MiB block is asked for), and
+ * pcp batches (pcp.c: between a pcp and the zone for one wait on this
+ * lock, no system call in between, and of blocks of orders <=
+ * PC_PCP_MAX_ORDER).
  */
-static bool zone_held_serves_locked(const struct pc_zone *z, const struct page_req *rq)
+static bool zone_held_serves_locked(struct pc_zone *z, const struct page_req *rq)
 {
-	unsigned from = rq->order;
-	const unsigned *held = z->release_held_nr;
-	if (rq->pages) {
-		if (z->release_held_nr[PC_MAX_ORDER])
-			return true;
-		size_t need = PC_MIN(rq->pages + rq->align_pages - 1, PC_RUN_MAX_PAGES);
-		from = pc_log2(need) + ((need & (need - 1)) != 0); /* ceil(log2(need)) */
-		held = z->run_release_held_nr;
-	}
-	for (unsigned o = from; o <= PC_MAX_ORDER; o++)
-		if (held[o])
-			return true;
-	return false;
+	if (pc_list_empty(&z->release_held_blocks) && pc_list_empty(&z->release_held_runs))
+		return false;
+	if (!rq->pages)
+		return zone_held_blocks_serve_locked(z, rq->order) ||
+		       zone_held_runs_serve_locked(z, PC_RUN_MAX_PAGES);
+	size_t need = PC_MIN(rq->pages + rq->align_pages - 1, PC_RUN_MAX_PAGES);
+	return zone_held_runs_serve_locked(z, need) || zone_held_blocks_serve_locked(z, PC_MAX_ORDER);
 }
 
 /*
@@ -181,7 +174,7 @@ static bool zone_held_serves_locked(const struct pc_zone *z, const struct page_r
  * free runs) is madvised. Growing then maps a whole 64 MiB region that stays
  * free once the batch is back (issue 9: tests/unit/malloc/medium_idle.c, 8
  * of 240 loaded runs). So take from z, and while that finds nothing and the
- * batches in flight hold enough pages for the request
+ * batches in flight hold what would serve the request once back
  * (zone_held_serves_locked), yield and take again; a pass that takes batch
  * after batch is waited for as long as its batches keep coming, up to the
  * bound. Each turn is one hold of the zone lock (the take, then the look

@@ -344,7 +344,7 @@ static unsigned take_batch(struct pc_zone *z, const struct release_goal *g,
 		if (!pg)
 			break;
 		z->release_held += (size_t)1 << orders[n];
-		z->release_held_nr[orders[n]]++;
+		pc_list_add(&pg->list, &z->release_held_blocks); /* order kept: the grow wait */
 		pages[n++] = pg;
 	}
 	return n;
@@ -379,9 +379,9 @@ static size_t zone_release_until(struct pc_zone *z, const struct release_goal *g
 		}
 		pc_lock_acquire(&z->lock);
 		for (unsigned i = 0; i < n; i++) {
-			zone_free_block_locked(z, pages[i], orders[i], done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY);
+			pc_list_del(&pages[i]->list); /* off release_held_blocks */
 			z->release_held -= (size_t)1 << orders[i];
-			z->release_held_nr[orders[i]]--;
+			zone_free_block_locked(z, pages[i], orders[i], done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY);
 		}
 		z->in_flight--;
 		zone_publish_hints_locked(z);

@@ -361,7 +361,7 @@ static unsigned run_take_due_locked(struct pc_zone *z, uint64_t due_before, size
 					break;
 				--*budget;
 				run_remove(z, pg); /* aux (its length) stays */
-				z->run_release_held_nr[pc_log2(pg->aux)]++;
+				pc_list_add(&pg->list, &z->release_held_runs); /* the grow wait */
 				runs[taken++] = pg;
 			}
 		}
@@ -393,7 +393,7 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 		pc_lock_acquire(&z->lock);
 		for (unsigned i = 0; i < n; i++) {
 			struct pc_region *r = pc_page_region(runs[i]);
-			z->run_release_held_nr[pc_log2(runs[i]->aux)]--;
+			pc_list_del(&runs[i]->list); /* off release_held_runs */
 			run_free_range(z, r, (size_t)(runs[i] - r->pages), runs[i]->aux,
 				       done[i] ? PC_MEM_RELEASED : PC_MEM_DIRTY, runs[i]->freed_ns);
 		}
@@ -403,6 +403,72 @@ size_t zone_run_release_due(struct pc_zone *z, uint64_t due_before)
 	}
 	pc_add_relaxed(&z->stats.released_pages, released >> PC_PAGE_SHIFT);
 	return released;
+}
+
+/* ---- what release batches would give back (the grow wait) ---------------- */
+
+/* Under z->lock: the run a release pass holds (z->release_held_runs) that
+ * starts at page `at` of r (or, with ends, ends just before it), or NULL. */
+static struct pc_page *held_run_at(struct pc_zone *z, struct pc_region *r, size_t at, bool ends)
+{
+	struct pc_list *it;
+	pc_list_for_each(it, &z->release_held_runs) {
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		if (pc_page_region(pg) == r && (size_t)(pg - r->pages) + (ends ? pg->aux : 0) == at)
+			return pg;
+	}
+	return NULL;
+}
+
+/* Under z->lock: the free run the held run pg becomes once it and every
+ * other held run are back: it, and the free and held runs it touches
+ * through each other, to either side within its chunk (run_free_range
+ * merges so; PC_RUN_MAX_PAGES: the whole chunk, back to the buddy lists
+ * as a block of the top order). */
+static size_t held_run_merged(struct pc_zone *z, struct pc_page *pg)
+{
+	struct pc_region *r = pc_page_region(pg);
+	size_t idx = (size_t)(pg - r->pages), start = chunk_start(idx), lo = idx, hi = idx + pg->aux;
+	while (lo > start) {
+		const struct pc_page *prev = &r->pages[lo - 1], *held;
+		unsigned st = pc_pg_state(prev);
+		if (st == PC_PG_RUN_END || st == PC_PG_RUN)
+			lo -= st == PC_PG_RUN ? 1 : prev->aux;
+		else if ((held = held_run_at(z, r, lo, true)) != NULL)
+			lo -= held->aux;
+		else
+			break;
+	}
+	while (hi < start + PC_RUN_MAX_PAGES) {
+		const struct pc_page *next = &r->pages[hi], *held;
+		if (pc_pg_state(next) == PC_PG_RUN)
+			hi += next->aux;
+		else if ((held = held_run_at(z, r, hi, false)) != NULL)
+			hi += held->aux;
+		else
+			break;
+	}
+	return hi - lo;
+}
+
+/*
+ * Under z->lock: whether the free runs release passes hold would, once
+ * freed back, give a free run of `need` pages or more: one of them merged
+ * with what it touches (held_run_merged; need PC_RUN_MAX_PAGES: a wholly
+ * free chunk, a block of the top order for the buddy lists). Exact for the
+ * heap as it is: a run of need pages or more is what zone_run_alloc_locked's
+ * best fit takes. What the grow wait asks before it waits (page_alloc.c).
+ */
+bool zone_held_runs_serve_locked(struct pc_zone *z, size_t need)
+{
+	pc_lock_assert_held(&z->lock);
+	struct pc_list *it;
+	pc_list_for_each(it, &z->release_held_runs) {
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		if (pg->aux >= need || held_run_merged(z, pg) >= need)
+			return true;
+	}
+	return false;
 }
 
 /* One free run found on bins[n]'s dirty (d) or clean list. */

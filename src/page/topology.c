@@ -93,6 +93,8 @@ static bool zone_setup(struct pc_zone *z, unsigned node, unsigned instance)
 		pc_list_init(&z->free_area[o].dirty);
 		pc_list_init(&z->free_area[o].clean);
 	}
+	pc_list_init(&z->release_held_blocks);
+	pc_list_init(&z->release_held_runs);
 	zone_run_init(z);
 	z->node = node;
 	z->instance = instance;

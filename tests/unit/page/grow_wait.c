@@ -44,6 +44,27 @@
  *      chunks (4 x 256 pages held, as many as the block asked for, none of
  *      them a piece that can serve it): no wait, one region (review of
  *      waitfix, item 1: a sum of held pages waited for it).
+ * What the held pieces give once back, exactly (2026-11-25, helper
+ * pagesrss; with the counts by order of waitfix, (f)-(h) and (j) grow):
+ *  (f) wait_for_run_past_its_order: a held run of 384 pages, a run of 320
+ *      asked for (counted by order, 384 was below the 512 that 320 rounds
+ *      up to): it waits, no region;
+ *  (g) wait_for_merged_runs: a held run of 256; the other thread first
+ *      frees its neighbour (256, next to it in the chunk), then asks for
+ *      512: the two merge once the held one is back: it waits;
+ *  (h) wait_for_merged_chunk: the other three runs of the chunk freed
+ *      first, a top-order block asked for: the chunk is wholly free once
+ *      back (a block for the buddy lists): it waits;
+ *  (i) no_wait_when_merged_too_small: as (h) with two of them: 768 pages
+ *      once back, no chunk: no wait, one region;
+ *  (j) wait_for_merged_blocks: a trim holds half of a top-order block (a
+ *      block of PC_MAX_ORDER - 1); the other thread frees the other half,
+ *      then asks for a top-order block, which the halves make once merged:
+ *      it waits;
+ *  (k) no_wait_when_merged_blocks_too_small: as (j), but the half freed is
+ *      one of another top-order block (as many pages, not its buddy): no
+ *      wait, one region.
+ * (With a wait for anything held, (d), (e), (i) and (k) fail.)
  *
  * PC_TEST_LABELS: tsan
  */
@@ -56,14 +77,16 @@
 #include <sched.h>
 
 #define BLOCK_PAGES ((size_t)1 << PC_MAX_ORDER)
-#define MAX_BLOCKS 64 /* 256 MiB: more than a fresh zone holds */
+#define MAX_BLOCKS 256 /* 1 GiB: more than the zone holds after the cases that grow it */
 #define NFREE 8
 
 #define RUN_PAGES 256 /* off the per-CPU lists: the zone's run heap */
 
 static struct pc_zone *zone;
-static bool pass_runs; /* (b), (d): the pass holds a run, not blocks */
-static bool want_run;  /* (b): the other thread asks for a run of RUN_PAGES */
+static bool pass_runs; /* (b), (d)-(i): the pass holds runs, not blocks */
+static size_t want_pages; /* the other thread asks for a run of this; 0: a top-order block */
+static void *give[3];  /* what the other thread frees first: runs of give_pages, */
+static size_t ngive, give_pages; /* or with give_pages 0 blocks of PC_MAX_ORDER - 1 */
 static bool expect_wait; /* (a)-(c): the allocation waits for the batch */
 static bool hold_pass; /* (c): the batch held until the allocation returned */
 static char *blocks[MAX_BLOCKS];
@@ -90,7 +113,9 @@ static void *alloc_one(void *arg)
 {
 	(void)arg;
 	REQUIRE(pin_cpu(0)); /* the same preferred zone as the pass's */
-	got = want_run ? pc_alloc_run(RUN_PAGES) : pc_alloc_pages(PC_MAX_ORDER);
+	for (size_t i = 0; i < ngive; i++) /* next to what the pass holds, or not */
+		give_pages ? pc_free_run(give[i], give_pages) : pc_free_pages(give[i], PC_MAX_ORDER - 1);
+	got = want_pages ? pc_alloc_run(want_pages) : pc_alloc_pages(PC_MAX_ORDER);
 	pc_store_release(&alloc_done, 1);
 	return NULL;
 }
@@ -139,6 +164,7 @@ static void setup(void)
 	pc_store_relaxed(&alloc_done, 0);
 	got = NULL;
 	nblocks = 0;
+	ngive = give_pages = 0;
 }
 
 /* Take every block of the top order CPU 0's zone has (zone set by the
@@ -220,7 +246,8 @@ static void due_pass(void)
 static void blocks_case(bool hold)
 {
 	setup();
-	pass_runs = want_run = false;
+	pass_runs = false;
+	want_pages = 0;
 	hold_pass = hold;
 	expect_wait = true;
 	fill_zone();
@@ -248,35 +275,100 @@ TEST(wait_bounded)
 	blocks_case(true);
 }
 
+/* (j) a trim's batch holds one half of a top-order block (a block of
+ * PC_MAX_ORDER - 1); the other thread frees the other half (its buddy:
+ * buddy set) or a half of another top-order block (not: as many pages, no
+ * merge), then asks for a top-order block. */
+static void merged_blocks_case(bool buddy)
+{
+	enum { HALVES = 4 };
+	void *half[HALVES];
+	setup();
+	pass_runs = false;
+	want_pages = 0;
+	hold_pass = false;
+	expect_wait = buddy;
+	fill_zone();
+	REQUIRE(nblocks > 2);
+	pc_free_pages(blocks[0], PC_MAX_ORDER); /* two top-order blocks, in halves */
+	pc_free_pages(blocks[1], PC_MAX_ORDER);
+	for (size_t i = 0; i < HALVES; i++) {
+		half[i] = pc_alloc_pages(PC_MAX_ORDER - 1);
+		REQUIRE(half[i] != NULL && zone_of(half[i]) == zone);
+		memset(half[i], 0x5a, PC_PAGE_SIZE);
+	}
+	/* half[0] held; its buddy, or a half that is not, given */
+	size_t held = 0, given = HALVES;
+	for (size_t i = 1; i < HALVES; i++) {
+		bool is_buddy = ((uintptr_t)half[i] ^ (uintptr_t)half[0]) == BLOCK_PAGES / 2 * PC_PAGE_SIZE;
+		if (is_buddy == buddy && given == HALVES)
+			given = i;
+	}
+	REQUIRE(given < HALVES);
+	pc_free_pages(half[held], PC_MAX_ORDER - 1);
+	give[0] = half[given];
+	ngive = 1;
+	CHECK(pc_load_relaxed(&zone->dirty_hint) == BLOCK_PAGES / 2); /* the only dirty block */
+	pass_and_check(trim_pass, 1);
+	if (got)
+		pc_free_pages(got, PC_MAX_ORDER);
+	for (size_t i = 1; i < HALVES; i++)
+		if (i != given)
+			pc_free_pages(half[i], PC_MAX_ORDER - 1);
+	for (size_t i = 2; i < nblocks; i++)
+		pc_free_pages(blocks[i], PC_MAX_ORDER);
+	pc_page_trim();
+}
+
+TEST(wait_for_merged_blocks)
+{
+	merged_blocks_case(true);
+}
+
+TEST(no_wait_when_merged_blocks_too_small)
+{
+	merged_blocks_case(false);
+}
+
 /* (b) a timed pass's batch of free runs (run.c, inside a chunk still partly
  * used); the other thread wants a run that only the held one can serve:
- * a chunk cut into runs of RUN_PAGES, one freed (dirty), every top-order
- * block of the zone taken, the clock moved past the delay.
- * (d) with block set: it wants a top-order block, which the held run
- * cannot give (its chunk stays partly used).
- * (e) with block set and chunks 4: 4 chunks cut so, one run freed in each. */
+ * `chunks` chunks cut into runs of `cut` pages (and one of the rest), the
+ * first run of each freed (dirty): the heap's only free runs; every
+ * top-order block of the zone taken, the clock moved past the delay. The
+ * other thread first frees the `give` runs after the held one in its chunk
+ * (not due: freed after the clock moved), then asks for a run of `want`
+ * pages (0: a top-order block). Cases: the file's header. */
 #define CHUNKS_MAX 4
-static void runs_case(bool block, size_t chunks)
+#define RUNS_MAX (BLOCK_PAGES / RUN_PAGES * CHUNKS_MAX)
+struct runs_spec {
+	size_t cut, chunks, give, want;
+	bool wait; /* expected: the allocation waits for the batch */
+};
+
+static void runs_case(struct runs_spec sp)
 {
-	enum { NRUNS = BLOCK_PAGES / RUN_PAGES * CHUNKS_MAX };
-	void *runs[NRUNS];
-	bool freed[NRUNS] = { false };
+	void *runs[RUNS_MAX];
+	size_t len[RUNS_MAX], nruns = 0, nfreed = 0;
+	bool freed[RUNS_MAX] = { false };
 	uintptr_t chunk_of[CHUNKS_MAX];
-	size_t nruns = BLOCK_PAGES / RUN_PAGES * chunks, nfreed = 0;
-	REQUIRE(chunks <= CHUNKS_MAX);
+	REQUIRE(sp.chunks <= CHUNKS_MAX && sp.cut >= RUN_PAGES && sp.give < BLOCK_PAGES / sp.cut);
 	setup();
 	pass_runs = true;
-	want_run = !block;
+	want_pages = sp.want;
 	hold_pass = false;
-	expect_wait = !block;
-	for (size_t i = 0; i < nruns; i++) {
-		runs[i] = pc_alloc_run(RUN_PAGES);
-		REQUIRE(runs[i] != NULL);
-		memset(runs[i], 0x5a, PC_PAGE_SIZE);
-	}
+	expect_wait = sp.wait;
+	for (size_t c = 0; c < sp.chunks; c++) /* each chunk: runs of cut, then the rest */
+		for (size_t used = 0; used < BLOCK_PAGES; used += len[nruns++]) {
+			len[nruns] = PC_MIN(sp.cut, BLOCK_PAGES - used);
+			runs[nruns] = pc_alloc_run(len[nruns]);
+			REQUIRE(runs[nruns] != NULL);
+			memset(runs[nruns], 0x5a, PC_PAGE_SIZE);
+		}
 	fill_zone();
-	/* One run of each chunk freed (chunks are 4 MiB aligned). */
-	for (size_t i = 0; i < nruns && nfreed < chunks; i++) {
+	/* The first run of each chunk freed (chunks are 4 MiB aligned); the
+	 * give runs after the first one, adjacent in its chunk, for the other
+	 * thread. */
+	for (size_t i = 0; i < nruns && nfreed < sp.chunks; i++) {
 		uintptr_t c = (uintptr_t)runs[i] / (BLOCK_PAGES * PC_PAGE_SIZE);
 		bool seen = false;
 		for (size_t k = 0; k < nfreed; k++)
@@ -284,25 +376,34 @@ static void runs_case(bool block, size_t chunks)
 		if (seen)
 			continue;
 		REQUIRE(zone_of(runs[i]) == zone);
+		if (nfreed == 0)
+			for (size_t g = 0; g < sp.give; g++) {
+				REQUIRE((char *)runs[i + g + 1] ==
+					(char *)runs[i + g] + len[i + g] * PC_PAGE_SIZE);
+				give[g] = runs[i + g + 1];
+				give_pages = len[i + g + 1];
+				freed[i + g + 1] = true;
+			}
 		chunk_of[nfreed++] = c;
-		pc_free_run(runs[i], RUN_PAGES);
+		pc_free_run(runs[i], len[i]);
 		freed[i] = true;
 	}
-	REQUIRE(nfreed == chunks);
+	ngive = sp.give;
+	REQUIRE(nfreed == sp.chunks);
 	pc_lock_acquire(&zone->lock);
 	size_t run_free = zone->run_free_pages, run_dirty = zone->run_dirty_pages;
 	pc_lock_release(&zone->lock);
-	REQUIRE(run_free == chunks * RUN_PAGES); /* the only free runs: those freed */
-	REQUIRE(run_dirty == chunks * RUN_PAGES);
+	REQUIRE(run_free == sp.chunks * sp.cut); /* the only free runs: those freed */
+	REQUIRE(run_dirty == sp.chunks * sp.cut);
 	pc_page_clock_advance(2 * 3600000000000ull); /* the runs are due */
-	pass_and_check(due_pass, (int)chunks); /* one batch of them */
-	if (got && block)
+	pass_and_check(due_pass, (int)sp.chunks); /* one batch of them */
+	if (got && !sp.want)
 		pc_free_pages(got, PC_MAX_ORDER);
 	else if (got)
-		pc_free_run(got, RUN_PAGES);
+		pc_free_run(got, sp.want);
 	for (size_t i = 0; i < nruns; i++)
 		if (!freed[i])
-			pc_free_run(runs[i], RUN_PAGES);
+			pc_free_run(runs[i], len[i]);
 	for (size_t i = 0; i < nblocks; i++)
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
 	pc_page_trim();
@@ -310,17 +411,45 @@ static void runs_case(bool block, size_t chunks)
 
 TEST(no_region_while_runs_held)
 {
-	runs_case(false, 1);
+	runs_case((struct runs_spec){ .cut = RUN_PAGES, .chunks = 1, .want = RUN_PAGES, .wait = true });
 }
 
 TEST(no_wait_when_held_too_small)
 {
-	runs_case(true, 1);
+	runs_case((struct runs_spec){ .cut = RUN_PAGES, .chunks = 1, .want = 0, .wait = false });
 }
 
 TEST(no_wait_for_small_pieces)
 {
-	runs_case(true, CHUNKS_MAX);
+	runs_case((struct runs_spec){ .cut = RUN_PAGES, .chunks = CHUNKS_MAX, .want = 0, .wait = false });
+}
+
+/* (f) a held run of 384 pages, a request of 320: above the held run's
+ * power of two, within its length */
+TEST(wait_for_run_past_its_order)
+{
+	runs_case((struct runs_spec){ .cut = 384, .chunks = 1, .want = 320, .wait = true });
+}
+
+/* (g) a held run of 256 pages and its free neighbour of 256: a request of
+ * 512, which they make once merged */
+TEST(wait_for_merged_runs)
+{
+	runs_case((struct runs_spec){ .cut = RUN_PAGES, .chunks = 1, .give = 1, .want = 2 * RUN_PAGES,
+				      .wait = true });
+}
+
+/* (h) the rest of the held run's chunk freed: a whole chunk once back, a
+ * top-order block for the buddy lists */
+TEST(wait_for_merged_chunk)
+{
+	runs_case((struct runs_spec){ .cut = RUN_PAGES, .chunks = 1, .give = 3, .want = 0, .wait = true });
+}
+
+/* (i) one merged neighbour too few: 768 pages once back, not the chunk */
+TEST(no_wait_when_merged_too_small)
+{
+	runs_case((struct runs_spec){ .cut = RUN_PAGES, .chunks = 1, .give = 2, .want = 0, .wait = false });
 }
 
 int main(void)
@@ -331,5 +460,11 @@ int main(void)
 	RUN(wait_bounded);
 	RUN(no_wait_when_held_too_small);
 	RUN(no_wait_for_small_pieces);
+	RUN(wait_for_run_past_its_order);
+	RUN(wait_for_merged_runs);
+	RUN(wait_for_merged_chunk);
+	RUN(no_wait_when_merged_too_small);
+	RUN(wait_for_merged_blocks);
+	RUN(no_wait_when_merged_blocks_too_small);
 	return test_report();
 }
