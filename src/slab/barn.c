@@ -112,27 +112,63 @@ void sheaf_free(struct pc_sheaf *sh)
  * pc_slab_of, whose descriptor loads (two for an object on a tail page)
  * were most of the loop's time (seed 002's Test B, 512 B), runs only for
  * the first object of each chain.
+ *
+ * Whole slabs. A chain whose slab is full and on no list when it opens,
+ * with no more objects in use than the sheaf has left, may hold every
+ * object in use of it (a burst of frees in allocation order: Test B): such
+ * a chain is only counted, not linked, and when it closes with all of them
+ * the slab goes back without a free pointer written (slab_free_whole); one
+ * that closes short is linked then, from the sheaf's array between its
+ * first object and the one that closed it (the objects of its range there
+ * are its own: one chain per slab is open at a time).
  */
 #define FLUSH_OPEN 4
 
 struct flush_chain {
 	uintptr_t base, bytes; /* the slab's range; bytes 0: not open */
 	struct pc_page *slab;
-	void *head, *tail;
-	uint32_t k;
+	void *head, *tail; /* linked: head != NULL (a chain has an object) */
+	void *last;        /* its latest object (a double free's check) */
+	uint32_t first, k; /* its first object's index in the sheaf; objects */
+	bool whole;        /* counted only, not linked (yet) */
 };
 
-static void flush_chain_close(struct pc_cache *s, struct flush_chain *ch)
+/* Link a counted chain: the objects of its range in objects[first, end). */
+static void flush_chain_link(struct pc_cache *s, struct pc_sheaf *sh, struct flush_chain *ch,
+			     uint32_t end)
 {
-	if (ch->bytes)
-		slab_free_bulk(s, ch->slab, ch->head, ch->tail, ch->k);
+	for (uint32_t i = ch->first; i < end; i++) {
+		void *obj = sh->objects[i];
+		if ((uintptr_t)obj - ch->base < ch->bytes) {
+			slab_set_next(s, obj, ch->head);
+			ch->head = obj;
+		}
+	}
+	ch->tail = sh->objects[ch->first];
+	ch->whole = false;
+}
+
+/* Close ch, open before the object at index end. */
+static void flush_chain_close(struct pc_cache *s, struct pc_sheaf *sh, struct flush_chain *ch,
+			      uint32_t end)
+{
+	if (!ch->bytes)
+		return;
+	if (ch->whole && slab_free_whole(s, ch->slab, ch->k)) {
+		ch->bytes = 0;
+		return;
+	}
+	if (ch->whole)
+		flush_chain_link(s, sh, ch, end);
+	slab_free_bulk(s, ch->slab, ch->head, ch->tail, ch->k);
 	ch->bytes = 0;
 }
 
-/* The oldest chain closed and reopened for obj's slab. */
-static struct flush_chain *flush_chain_open(struct pc_cache *s, struct flush_chain *open,
-					    unsigned *oldest, void *obj)
+/* The oldest chain closed and reopened for the object at index i. */
+static struct flush_chain *flush_chain_open(struct pc_cache *s, struct pc_sheaf *sh,
+					    struct flush_chain *open, unsigned *oldest, uint32_t i)
 {
+	void *obj = sh->objects[i];
 	struct pc_page *slab = pc_slab_of(obj);
 	/* A second copy of an object freed twice: its slab may have gone
 	 * back to the page allocator with the first one. */
@@ -140,11 +176,13 @@ static struct flush_chain *flush_chain_open(struct pc_cache *s, struct flush_cha
 		pc_slab_double_free(s, obj);
 	struct flush_chain *ch = &open[*oldest];
 	*oldest = (*oldest + 1) % FLUSH_OPEN;
-	flush_chain_close(s, ch);
+	flush_chain_close(s, sh, ch, i);
+	uint32_t inuse = PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab)->word));
 	*ch = (struct flush_chain){ .base = (uintptr_t)pc_page_address(slab),
 				    .bytes = PC_PAGE_SIZE << pc_pg_order(slab),
 				    .slab = slab,
-				    .tail = obj };
+				    .first = i,
+				    .whole = inuse <= sh->count - i && slab_full_with(slab, inuse) };
 	return ch;
 }
 
@@ -162,17 +200,22 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 			if ((uintptr_t)obj - open[j].base < open[j].bytes)
 				ch = &open[j];
 		if (!ch)
-			ch = flush_chain_open(s, open, &oldest, obj);
-		/* The first copy of an object freed twice heads its chain
-		 * already (a cycle otherwise). */
-		if (pc_unlikely(ch->head == obj))
+			ch = flush_chain_open(s, sh, open, &oldest, i);
+		/* The first copy of an object freed twice is its chain's
+		 * latest object already (a cycle otherwise). */
+		if (pc_unlikely(ch->last == obj))
 			pc_slab_double_free(s, obj);
-		slab_set_next(s, obj, ch->head);
-		ch->head = obj;
+		ch->last = obj;
 		ch->k++;
+		if (!ch->whole) {
+			if (!ch->head)
+				ch->tail = obj;
+			slab_set_next(s, obj, ch->head);
+			ch->head = obj;
+		}
 	}
 	for (unsigned j = 0; j < FLUSH_OPEN; j++)
-		flush_chain_close(s, &open[j]);
+		flush_chain_close(s, sh, &open[j], sh->count);
 	sh->count = 0;
 }
 

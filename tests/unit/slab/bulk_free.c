@@ -14,6 +14,18 @@
  *    constructed again). Objects are written and checked, the walker's
  *    count and the slab word exact at each step.
  *
+ *  - whole_slabs: a flushed sheaf that holds every object of two full slabs
+ *    and half of a third, interleaved (barn.c, "Whole slabs"): the two
+ *    whole ones go back to the page allocator with no free pointer written
+ *    (their objects' bytes still the program's: read before the page
+ *    layer could reuse them, vm.release_delay_ms an hour) and no list, the
+ *    third is linked as before (one chain, frozen onto the CPU partial
+ *    list, its other objects untouched); the walker's count, the slab count
+ *    and the chains (free_bulk) exact. With slub.min_partial 1 and the
+ *    node keeping none, the whole-slab path declines: the first emptied
+ *    slab goes the ordinary way, listed on the node (its objects linked),
+ *    the second goes back whole; the next refill renews the kept one.
+ *
  * Pinned to one CPU it may run on (the CPU structures checked are that
  * CPU's). Runs with rseq and in the fallback (_norseq): the slab layer is
  * the same in both.
@@ -152,9 +164,122 @@ TEST(renew_node_partial)
 	renew_one(true, true);
 }
 
+static uint64_t stat_of(struct pc_cache *s, enum pc_slab_stat k)
+{
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	return info.stats[k];
+}
+
+static long slabs_of(struct pc_cache *s)
+{
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	return info.slabs;
+}
+
+/* Objects 1.. of slab j (out[j * per ..]) still hold the pattern written
+ * (the first one is left out: the page layer may keep a free block's link
+ * in its first bytes). Returns how many differ. */
+static int pattern_lost(struct pc_cache *s, unsigned per, unsigned j, unsigned salt)
+{
+	int bad = 0;
+	for (unsigned i = 1; i < per; i++)
+		for (size_t b = 0; b < s->object_size; b++)
+			bad += ((unsigned char *)out[j * per + i])[b] != ((j * per + i + salt) & 0xff);
+	return bad;
+}
+
+static void whole_slabs(unsigned min_partial)
+{
+	unsigned cpu = pin_allowed_cpu();
+	set_opt(PC_OPT_STATS_ENABLE, 1);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 0); /* the test's sheaf only */
+	set_opt(PC_OPT_SLUB_MIN_PARTIAL, min_partial);
+	set_opt(PC_OPT_SLUB_MAX_PARTIAL, min_partial); /* min_partial exactly */
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600L * 1000);
+	struct pc_cache *s = pc_cache_create("bulk-whole-free", 256, 0, NULL);
+	REQUIRE(s);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	unsigned per = info.objects_per_slab;
+	REQUIRE(per >= 4 && 3 * per <= MAX);
+	REQUIRE(info.cpu_partial >= 1);
+	REQUIRE(info.min_partial == min_partial);
+	/* Three slabs' worth, each taken whole: out[j * per ..] is slab j's,
+	 * full and on no list. */
+	REQUIRE(slab_alloc_bulk(s, out, 3 * per) == 3 * per);
+	struct pc_page *slab[3];
+	for (unsigned j = 0; j < 3; j++) {
+		slab[j] = pc_slab_of(out[j * per]);
+		for (unsigned i = 1; i < per; i++)
+			REQUIRE(pc_slab_of(out[j * per + i]) == slab[j]);
+	}
+	write_and_check(s, out, 3 * per, 3);
+	CHECK_EQ(slabs_of(s), 3);
+
+	/* Slabs 0 and 2 whole, slab 1 half, interleaved. */
+	unsigned half = per / 2;
+	struct pc_sheaf *sh = sheaf_new(s, 2 * per + half);
+	REQUIRE(sh);
+	for (unsigned i = 0; i < per; i++) {
+		sh->objects[sh->count++] = out[i];
+		if (i < half)
+			sh->objects[sh->count++] = out[per + i];
+		sh->objects[sh->count++] = out[2 * per + i];
+	}
+	uint64_t bulk = stat_of(s, PC_SLAB_STAT_free_bulk);
+	sheaf_flush_objects(s, sh);
+	CHECK_EQ(sh->count, 0);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_free_bulk) - bulk, 3);
+	CHECK_EQ(pc_cache_check(s), per - half);
+	if (min_partial == 0) {
+		/* Both whole slabs gone, their objects never written. */
+		CHECK_EQ(slabs_of(s), 1);
+		CHECK_EQ(pattern_lost(s, per, 0, 3), 0);
+		CHECK_EQ(pattern_lost(s, per, 2, 3), 0);
+	} else {
+		/* The node kept none: slab 0 went the ordinary way (listed,
+		 * empty, its objects on its freelist), slab 2 back whole. */
+		CHECK_EQ(slabs_of(s), 2);
+		CHECK(slab[0]->flags & PC_SLAB_ON_PARTIAL);
+		uint64_t w = pc_load_relaxed(&slab_word(slab[0])->word);
+		CHECK_EQ(PC_SLAB_INUSE(w), 0);
+		CHECK_EQ(PC_SLAB_FROZEN(w), 0);
+		CHECK(pc_load_relaxed(&slab_word(slab[0])->ptr) != NULL);
+		CHECK_EQ(pattern_lost(s, per, 2, 3), 0);
+	}
+	/* Slab 1: one chain, frozen onto this CPU's partial list, the rest of
+	 * its objects untouched. */
+	uint64_t w1 = pc_load_relaxed(&slab_word(slab[1])->word);
+	CHECK_EQ(PC_SLAB_INUSE(w1), per - half);
+	CHECK_EQ(PC_SLAB_FROZEN(w1), 1);
+	CHECK(s->cpu[cpu].partial == slab[1]);
+	int bad = 0;
+	for (unsigned i = half; i < per; i++)
+		for (size_t b = 0; b < s->object_size; b++)
+			bad += ((unsigned char *)out[per + i])[b] != ((per + i + 3) & 0xff);
+	CHECK_EQ(bad, 0);
+	sheaf_free(sh);
+	for (unsigned i = half; i < per; i++)
+		pc_cache_free(s, out[per + i]);
+	CHECK_EQ(pc_cache_check(s), 0);
+	set_opt(PC_OPT_SLUB_MIN_PARTIAL, 5);
+	set_opt(PC_OPT_SLUB_MAX_PARTIAL, -1);
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 1000);
+	check_drained_and_destroy(s);
+}
+
+TEST(whole_slabs)
+{
+	whole_slabs(0);
+	whole_slabs(1);
+}
+
 int main(void)
 {
 	RUN(renew_cpu_partial);
 	RUN(renew_node_partial);
+	RUN(whole_slabs);
 	return test_report();
 }
