@@ -123,67 +123,140 @@ void sheaf_free(struct pc_sheaf *sh)
  * are its own: one chain per slab is open at a time).
  */
 #define FLUSH_OPEN 4
+#define FLUSH_MISSES 2 /* counted chains linked after all before a flush counts no more */
+#define FLUSH_WHOLE_OBJECTS 32 /* the most objects per slab for counted chains */
 
 struct flush_chain {
 	uintptr_t base, bytes; /* the slab's range; bytes 0: not open */
 	struct pc_page *slab;
 	void *head, *tail; /* linked: head != NULL (a chain has an object) */
 	void *last;        /* its latest object (a double free's check) */
-	uint32_t first, k; /* its first object's index in the sheaf; objects */
+	uint32_t first, k; /* its first object's index in the run; objects */
 	bool whole;        /* counted only, not linked (yet) */
 };
 
-/* Link a counted chain: the objects of its range in objects[first, end). */
-static void flush_chain_link(struct pc_cache *s, struct pc_sheaf *sh, struct flush_chain *ch,
-			     uint32_t end)
+/* One flush: the objects a[0..na) then b[0..n - na), as one run. */
+struct flush {
+	struct pc_cache *s;
+	void **a, **b;
+	uint32_t na, n;
+	bool keep;       /* b's chains short at the end may stay (flush_keep) */
+	bool counted;    /* chains may be counted (flush_counts) */
+	unsigned misses; /* counted chains that closed short before the end */
+	struct flush_chain open[FLUSH_OPEN];
+	unsigned oldest;
+};
+
+PC_INLINE void *flush_obj(const struct flush *f, uint32_t i)
+{
+	return i < f->na ? f->a[i] : f->b[i - f->na];
+}
+
+PC_INLINE bool chain_has(const struct flush_chain *ch, void *obj)
+{
+	return (uintptr_t)obj - ch->base < ch->bytes;
+}
+
+/* Link a counted chain: the objects of its range in the run's [first, end). */
+static void flush_chain_link(struct flush *f, struct flush_chain *ch, uint32_t end)
 {
 	for (uint32_t i = ch->first; i < end; i++) {
-		void *obj = sh->objects[i];
-		if ((uintptr_t)obj - ch->base < ch->bytes) {
-			slab_set_next(s, obj, ch->head);
+		void *obj = flush_obj(f, i);
+		if (chain_has(ch, obj)) {
+			slab_set_next(f->s, obj, ch->head);
 			ch->head = obj;
 		}
 	}
-	ch->tail = sh->objects[ch->first];
+	ch->tail = flush_obj(f, ch->first);
 	ch->whole = false;
 }
 
 /* Close ch, open before the object at index end. */
-static void flush_chain_close(struct pc_cache *s, struct pc_sheaf *sh, struct flush_chain *ch,
-			      uint32_t end)
+static void flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t end)
 {
 	if (!ch->bytes)
 		return;
-	if (ch->whole && slab_free_whole(s, ch->slab, ch->k)) {
-		ch->bytes = 0;
-		return;
+	if (!(ch->whole && slab_free_whole(f->s, ch->slab, ch->k))) {
+		if (ch->whole) {
+			f->misses += end < f->n;
+			flush_chain_link(f, ch, end);
+		}
+		slab_free_bulk(f->s, ch->slab, ch->head, ch->tail, ch->k);
 	}
-	if (ch->whole)
-		flush_chain_link(s, sh, ch, end);
-	slab_free_bulk(s, ch->slab, ch->head, ch->tail, ch->k);
 	ch->bytes = 0;
 }
 
 /* The oldest chain closed and reopened for the object at index i. */
-static struct flush_chain *flush_chain_open(struct pc_cache *s, struct pc_sheaf *sh,
-					    struct flush_chain *open, unsigned *oldest, uint32_t i)
+static struct flush_chain *flush_chain_open(struct flush *f, uint32_t i)
 {
-	void *obj = sh->objects[i];
+	void *obj = flush_obj(f, i);
 	struct pc_page *slab = pc_slab_of(obj);
 	/* A second copy of an object freed twice: its slab may have gone
 	 * back to the page allocator with the first one. */
-	if (pc_unlikely(!slab || slab->owner != s))
-		pc_slab_double_free(s, obj);
-	struct flush_chain *ch = &open[*oldest];
-	*oldest = (*oldest + 1) % FLUSH_OPEN;
-	flush_chain_close(s, sh, ch, i);
+	if (pc_unlikely(!slab || slab->owner != f->s))
+		pc_slab_double_free(f->s, obj);
+	struct flush_chain *ch = &f->open[f->oldest];
+	f->oldest = (f->oldest + 1) % FLUSH_OPEN;
+	flush_chain_close(f, ch, i);
 	uint32_t inuse = PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab)->word));
 	*ch = (struct flush_chain){ .base = (uintptr_t)pc_page_address(slab),
 				    .bytes = PC_PAGE_SIZE << pc_pg_order(slab),
 				    .slab = slab,
 				    .first = i,
-				    .whole = inuse <= sh->count - i && slab_full_with(slab, inuse) };
+				    .whole = f->counted && f->misses < FLUSH_MISSES &&
+					     (inuse <= f->n - i || (f->keep && i >= f->na)) &&
+					     slab_full_with(slab, inuse) };
 	return ch;
+}
+
+/* The object at index i of the run to its chain. counted: f->counted, a
+ * constant in each of flush_run's loops. */
+PC_INLINE void flush_add(struct flush *f, uint32_t i, void *obj, const bool counted)
+{
+	struct flush_chain *ch = NULL;
+	for (unsigned j = 0; j < FLUSH_OPEN && !ch; j++)
+		if (chain_has(&f->open[j], obj))
+			ch = &f->open[j];
+	if (!ch)
+		ch = flush_chain_open(f, i);
+	/* The first copy of an object freed twice is its chain's latest
+	 * object already (a cycle otherwise). */
+	if (pc_unlikely((counted ? ch->last : ch->head) == obj))
+		pc_slab_double_free(f->s, obj);
+	ch->k++;
+	if (counted)
+		ch->last = obj;
+	if (!counted || !ch->whole) {
+		if (!ch->head)
+			ch->tail = obj;
+		slab_set_next(f->s, obj, ch->head);
+		ch->head = obj;
+	}
+}
+
+/* Match every object of the run to its chain (closing chains on the way). */
+static void flush_run(struct flush *f)
+{
+	uint32_t nb = f->n - f->na;
+	if (f->counted) {
+		for (uint32_t i = 0; i < f->na; i++)
+			flush_add(f, i, f->a[i], true);
+		for (uint32_t i = 0; i < nb; i++)
+			flush_add(f, f->na + i, f->b[i], true);
+	} else {
+		for (uint32_t i = 0; i < f->na; i++)
+			flush_add(f, i, f->a[i], false);
+		for (uint32_t i = 0; i < nb; i++)
+			flush_add(f, f->na + i, f->b[i], false);
+	}
+}
+
+/* Whether s's chains may be counted (whole slabs): slabs of few objects,
+ * where the costs per slab weigh; with many (64 of 256 B), counting cost
+ * more per object than it saved (Test B at 256 B). */
+static bool flush_counts(struct pc_cache *s)
+{
+	return (uint32_t)pc_load_relaxed(&s->oo) <= FLUSH_WHOLE_OBJECTS;
 }
 
 void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
@@ -191,32 +264,92 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 	if (sh->count == 0)
 		return;
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
-	struct flush_chain open[FLUSH_OPEN] = { { 0 } };
-	unsigned oldest = 0;
-	for (uint32_t i = 0; i < sh->count; i++) {
-		void *obj = sh->objects[i];
-		struct flush_chain *ch = NULL;
-		for (unsigned j = 0; j < FLUSH_OPEN && !ch; j++)
-			if ((uintptr_t)obj - open[j].base < open[j].bytes)
-				ch = &open[j];
-		if (!ch)
-			ch = flush_chain_open(s, sh, open, &oldest, i);
-		/* The first copy of an object freed twice is its chain's
-		 * latest object already (a cycle otherwise). */
-		if (pc_unlikely(ch->last == obj))
-			pc_slab_double_free(s, obj);
-		ch->last = obj;
-		ch->k++;
-		if (!ch->whole) {
-			if (!ch->head)
-				ch->tail = obj;
-			slab_set_next(s, obj, ch->head);
-			ch->head = obj;
+	struct flush f = { .s = s, .b = sh->objects, .n = sh->count, .counted = flush_counts(s) };
+	flush_run(&f);
+	for (unsigned j = 0; j < FLUSH_OPEN; j++)
+		flush_chain_close(&f, &f.open[j], f.n);
+	sh->count = 0;
+}
+
+/*
+ * The carry. In a burst of frees the sheaves that reach the slabs hold
+ * halves of slabs: main and spare trade half a sheaf when main fills
+ * (sheaf.c, "Main and spare share"), so a full main that leaves holds the
+ * bottom half of one run of frees and the top half of the next (seed 002's
+ * Test B at 1 KiB: every slab came back in two chains, two flushes apart,
+ * neither of them whole). So a flush from barn_put does not give back the
+ * chains, opened in its own sheaf, that could still be whole but are
+ * short at its end: their objects stay in that sheaf, which the barn keeps
+ * as its carry, and the next such flush runs the carry's objects first
+ * and its own after them, as one run (flush_keep), so that the rest of
+ * those slabs finds them. A carried chain is given back at that next flush
+ * whole or not (it is not carried twice), and every other way out of the
+ * barn (barn_drain, each decay pass) flushes the carry. At most one sheaf
+ * per barn, its objects counted with the barn's (barn_count_objects).
+ */
+
+/* Flush carry's objects (if any) and sh's as one run; the chains opened in
+ * sh's part that may be whole but are short at the end stay in sh (moved to
+ * its front, sh->count set to how many), everything else goes back. carry
+ * is left empty. */
+static void flush_keep(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh)
+{
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
+	struct flush f = { .s = s,
+			   .a = carry ? carry->objects : NULL,
+			   .b = sh->objects,
+			   .na = carry ? carry->count : 0,
+			   .keep = true,
+			   .counted = flush_counts(s) };
+	f.n = f.na + sh->count;
+	flush_run(&f);
+	struct flush_chain *kept[FLUSH_OPEN];
+	unsigned nkept = 0;
+	uint32_t from = f.n;
+	for (unsigned j = 0; j < FLUSH_OPEN; j++) {
+		struct flush_chain *ch = &f.open[j];
+		if (ch->bytes && ch->whole && ch->first >= f.na &&
+		    !slab_full_with(ch->slab, ch->k)) {
+			kept[nkept++] = ch;
+			from = PC_MIN(from, ch->first);
+		} else {
+			flush_chain_close(&f, ch, f.n);
 		}
 	}
-	for (unsigned j = 0; j < FLUSH_OPEN; j++)
-		flush_chain_close(s, sh, &open[j], sh->count);
-	sh->count = 0;
+	/* The kept chains' objects to sh's front, in their order: j <= i. */
+	uint32_t j = 0;
+	for (uint32_t i = from - f.na; nkept && i < sh->count; i++)
+		for (unsigned c = 0; c < nkept; c++)
+			if (chain_has(kept[c], sh->objects[i])) {
+				sh->objects[j++] = sh->objects[i];
+				break;
+			}
+	sh->count = j;
+	if (carry)
+		carry->count = 0;
+}
+
+/* Swap b's carry for `next` (NULL: take it); returns the old one. */
+static struct pc_sheaf *barn_carry_swap(struct pc_barn *b, struct pc_sheaf *next)
+{
+	if (!next && !pc_load_relaxed(&b->carry))
+		return NULL; /* racy peek: no carry, no lock */
+	pc_lock_acquire(&b->lock);
+	struct pc_sheaf *old = pc_load_relaxed(&b->carry);
+	pc_store_relaxed(&b->carry, next);
+	pc_lock_release(&b->lock);
+	return old;
+}
+
+/* Flush and free b's carry, if it has one. */
+static unsigned barn_carry_drop(struct pc_cache *s, struct pc_barn *b)
+{
+	struct pc_sheaf *carry = barn_carry_swap(b, NULL);
+	if (!carry)
+		return 0;
+	sheaf_flush_objects(s, carry);
+	sheaf_free(carry);
+	return 1;
 }
 
 /* Bytes of raised bounds charged by every barn together (each barn's
@@ -450,23 +583,47 @@ static bool barn_push(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh
 	return done;
 }
 
+/* An empty sheaf to b's empty list, or freed. */
+static void barn_put_empty(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh)
+{
+	if (sh->capacity == pc_load_relaxed(&s->sheaf_capacity) && barn_push(s, b, sh, false))
+		slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_barn_put);
+	else
+		sheaf_free(sh);
+}
+
 void barn_put(struct pc_cache *s, unsigned node, struct pc_sheaf *sh)
 {
 	struct pc_barn *b = s->barn[node];
-	struct pc_cache_cpu *c = &s->cpu[os_cpu_current()];
-	if (sh->capacity == pc_load_relaxed(&s->sheaf_capacity)) {
-		if (sh->count == sh->capacity && barn_push(s, b, sh, true)) {
-			slab_stat(c, PC_SLAB_STAT_barn_put);
-			return;
-		}
-		sheaf_flush_objects(s, sh); /* partly filled, or no room for it */
-		if (barn_push(s, b, sh, false)) {
-			slab_stat(c, PC_SLAB_STAT_barn_put);
-			return;
-		}
+	if (sh->capacity != pc_load_relaxed(&s->sheaf_capacity)) {
+		sheaf_flush_objects(s, sh);
+		sheaf_free(sh);
+		return;
 	}
-	sheaf_flush_objects(s, sh);
-	sheaf_free(sh);
+	if (sh->count == sh->capacity && barn_push(s, b, sh, true)) {
+		slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_barn_put);
+		return;
+	}
+	if (sh->count == 0) {
+		barn_put_empty(s, b, sh);
+		return;
+	}
+	/* Partly filled, or no room for it: to the slabs, with the carry
+	 * ("The carry" above). */
+	struct pc_sheaf *carry = barn_carry_swap(b, NULL);
+	flush_keep(s, carry, sh);
+	if (sh->count != 0) {
+		struct pc_sheaf *other = barn_carry_swap(b, sh);
+		if (other) { /* another flush made one meanwhile: no carry of carries */
+			sheaf_flush_objects(s, other);
+			barn_put_empty(s, b, other);
+		}
+		sh = carry;
+	} else if (carry) {
+		barn_put_empty(s, b, carry);
+	}
+	if (sh)
+		barn_put_empty(s, b, sh);
 }
 
 void barn_drain(struct pc_cache *s, unsigned node)
@@ -481,6 +638,7 @@ void barn_drain(struct pc_cache *s, unsigned node)
 	pc_lock_release(&b->lock);
 	sheaf_chain_free(s, full);
 	sheaf_chain_free(s, empty);
+	barn_carry_drop(s, b);
 }
 
 /* Unlink sheaves from *list (count *nr) until it holds at most bound;
@@ -541,7 +699,7 @@ unsigned barn_decay(struct pc_cache *s, unsigned node)
 	pc_lock_release(&b->lock);
 	sheaf_chain_free(s, full);
 	sheaf_chain_free(s, empty);
-	return n;
+	return n + barn_carry_drop(s, b);
 }
 
 long barn_count_objects(struct pc_cache *s, unsigned node)
@@ -551,6 +709,8 @@ long barn_count_objects(struct pc_cache *s, unsigned node)
 	pc_lock_acquire(&b->lock);
 	for (struct pc_sheaf *sh = b->full; sh; sh = sh->next)
 		n += sh->count;
+	struct pc_sheaf *carry = pc_load_relaxed(&b->carry);
+	n += carry ? carry->count : 0;
 	pc_lock_release(&b->lock);
 	return n;
 }

@@ -912,7 +912,8 @@ bool sheaf_cache_holds(struct pc_cache *s)
 	    sheaf_threads_hold(s))
 		return true;
 	for (unsigned i = 0; i < pc_node_count(); i++)
-		if (pc_load_relaxed(&s->barn[i]->nr_full) + pc_load_relaxed(&s->barn[i]->nr_empty) != 0)
+		if (pc_load_relaxed(&s->barn[i]->nr_full) + pc_load_relaxed(&s->barn[i]->nr_empty) != 0 ||
+		    pc_load_relaxed(&s->barn[i]->carry) != NULL)
 			return true;
 	return false;
 }

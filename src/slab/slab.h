@@ -450,6 +450,11 @@ extern _Atomic size_t pc_sheaf_slots_offset PC_HIDDEN;
 struct pc_barn {
 	struct pc_lock lock;
 	struct pc_sheaf *full, *empty; /* under lock, linked through next */
+	/* Objects of slabs a flush may find whole at the next one (barn.c,
+	 * "The carry"), or NULL. Changed under lock; atomic (relaxed) for a
+	 * racy peek: a stale value costs a lock round trip or a carry left
+	 * for the next flush or decay pass. */
+	struct pc_sheaf *_Atomic carry;
 	/* Written under lock; each <= slub.barn_sheaves. Atomic (relaxed) so
 	 * that barn_take may peek at them without the lock: a stale count only
 	 * costs a lock round trip or a missed sheaf, never a wrong one. */
@@ -1431,7 +1436,7 @@ void barn_drain(struct pc_cache *s, unsigned node);
 /* Decay: drain node's barn when no sheaf came or went since the previous
  * look; returns the sheaves drained. */
 unsigned barn_decay(struct pc_cache *s, unsigned node);
-/* Objects in node's full sheaves (under the barn lock). */
+/* Objects in node's full sheaves and carry (under the barn lock). */
 long barn_count_objects(struct pc_cache *s, unsigned node);
 /* The budget of raised barns and, counted apart, of grown capacities
  * (slub.barn_max_kb), in bytes. */

@@ -26,6 +26,15 @@
  *    slab goes the ordinary way, listed on the node (its objects linked),
  *    the second goes back whole; the next refill renews the kept one.
  *
+ *  - carry: with a barn that keeps no full sheaf (slub.barn_sheaves and
+ *    slub.barn_max_kb 0), a sheaf of the first halves of two full slabs
+ *    given to barn_put is not flushed but kept as the barn's carry (barn.c,
+ *    "The carry"): its objects counted with the barn's (the walker counts
+ *    only the program's), nothing linked, the slabs still full; the next
+ *    sheaf, the second halves, goes back with the carry as one run: both
+ *    slabs whole, back to the page allocator unwritten, no carry left. A
+ *    carry is flushed by a shrink (barn_drain) and by a decay pass.
+ *
  * Pinned to one CPU it may run on (the CPU structures checked are that
  * CPU's). Runs with rseq and in the fallback (_norseq): the slab layer is
  * the same in both.
@@ -270,6 +279,129 @@ static void whole_slabs(unsigned min_partial)
 	check_drained_and_destroy(s);
 }
 
+/* Options of the carry's tests: the test's sheaves of `cap`, a barn that
+ * keeps none full (every full sheaf refused), no slab kept empty. */
+static struct pc_cache *carry_cache(unsigned cap, unsigned *per)
+{
+	set_opt(PC_OPT_STATS_ENABLE, 1);
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, cap);
+	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 0);
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, 0);
+	set_opt(PC_OPT_SLUB_MIN_PARTIAL, 0);
+	set_opt(PC_OPT_SLUB_MAX_PARTIAL, 0);
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600L * 1000);
+	struct pc_cache *s = pc_cache_create("bulk-carry", 1024, 0, NULL);
+	REQUIRE(s);
+	struct pc_cache_info info;
+	pc_cache_info(s, &info);
+	*per = info.objects_per_slab;
+	REQUIRE(*per >= 4 && *per <= 32 && 2 * *per <= MAX);
+	REQUIRE(info.min_partial == 0);
+	REQUIRE(pc_load_relaxed(&s->sheaf_capacity) == cap);
+	return s;
+}
+
+static void carry_cache_done(struct pc_cache *s)
+{
+	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 8);
+	set_opt(PC_OPT_SLUB_BARN_MAX_KB, -1);
+	set_opt(PC_OPT_SLUB_MIN_PARTIAL, 5);
+	set_opt(PC_OPT_SLUB_MAX_PARTIAL, -1);
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 1000);
+	check_drained_and_destroy(s);
+}
+
+/* Two slabs' worth taken whole (out[0..per) slab 0's, out[per..2 per)
+ * slab 1's), written; then a sheaf of capacity `per` of the first halves
+ * of both, put to the barn: the carry. */
+static struct pc_sheaf *carry_first_halves(struct pc_cache *s, unsigned per, unsigned node,
+					   struct pc_page **slab)
+{
+	REQUIRE(slab_alloc_bulk(s, out, 2 * per) == 2 * per);
+	for (unsigned j = 0; j < 2; j++)
+		slab[j] = pc_slab_of(out[j * per]);
+	write_and_check(s, out, 2 * per, 3);
+	struct pc_barn *b = s->barn[node];
+	unsigned half = per / 2;
+	struct pc_sheaf *sh = sheaf_new(s, per);
+	REQUIRE(sh);
+	for (unsigned i = 0; i < half; i++) {
+		sh->objects[sh->count++] = out[i];
+		sh->objects[sh->count++] = out[per + i];
+	}
+	uint64_t flushes = stat_of(s, PC_SLAB_STAT_sheaf_flush);
+	uint64_t chains = stat_of(s, PC_SLAB_STAT_free_bulk);
+	barn_put(s, node, sh);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_sheaf_flush) - flushes, 1);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_free_bulk) - chains, 0); /* nothing went back */
+	CHECK(pc_load_relaxed(&b->carry) == sh);
+	CHECK_EQ(sh->count, 2 * half);
+	CHECK_EQ(barn_count_objects(s, node), 2 * half);
+	/* (The walker would flush the barn, carry and all: counted after.) */
+	for (unsigned j = 0; j < 2; j++) {
+		uint64_t w = pc_load_relaxed(&slab_word(slab[j])->word);
+		CHECK_EQ(PC_SLAB_INUSE(w), per);
+		CHECK_EQ(PC_SLAB_FROZEN(w), 0);
+		CHECK(pc_load_relaxed(&slab_word(slab[j])->ptr) == NULL);
+	}
+	CHECK_EQ(pattern_lost(s, per, 0, 3) + pattern_lost(s, per, 1, 3), 0);
+	return sh;
+}
+
+TEST(carry)
+{
+	unsigned cpu = pin_allowed_cpu(), per;
+	unsigned node = pc_cpu_node(cpu);
+	struct pc_cache *s = carry_cache(32, &per);
+	REQUIRE(per <= 32);
+	struct pc_page *slab[2];
+	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, (long)per);
+	carry_first_halves(s, per, node, slab);
+	struct pc_barn *b = s->barn[node];
+
+	/* The second halves: both slabs whole, back unwritten. */
+	unsigned half = per / 2;
+	struct pc_sheaf *sh = sheaf_new(s, per);
+	REQUIRE(sh);
+	for (unsigned i = half; i < per; i++) {
+		sh->objects[sh->count++] = out[per + i];
+		sh->objects[sh->count++] = out[i];
+	}
+	barn_put(s, node, sh);
+	CHECK(pc_load_relaxed(&b->carry) == NULL);
+	CHECK_EQ(barn_count_objects(s, node), 0);
+	CHECK_EQ(pc_cache_check(s), 0);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_free_bulk), 2);
+	CHECK_EQ(stat_of(s, PC_SLAB_STAT_free_remove_partial), 2);
+	CHECK_EQ(slabs_of(s), 0);
+	CHECK_EQ(pattern_lost(s, per, 0, 3) + pattern_lost(s, per, 1, 3), 0);
+
+	/* A carry flushed by a shrink: the halves back as chains (linked). */
+	carry_first_halves(s, per, node, slab);
+	pc_cache_shrink(s);
+	CHECK(pc_load_relaxed(&b->carry) == NULL);
+	CHECK_EQ(barn_count_objects(s, node), 0);
+	for (unsigned j = 0; j < 2; j++)
+		CHECK_EQ(PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab[j])->word)), per - half);
+	CHECK_EQ(pc_cache_check(s), 2 * (per - half));
+	for (unsigned j = 0; j < 2; j++)
+		for (unsigned i = half; i < per; i++)
+			pc_cache_free(s, out[j * per + i]);
+	CHECK_EQ(pc_cache_check(s), 0);
+
+	/* And by a decay pass. */
+	carry_first_halves(s, per, node, slab);
+	pc_slab_decay_pass();
+	CHECK(pc_load_relaxed(&b->carry) == NULL);
+	for (unsigned j = 0; j < 2; j++)
+		CHECK_EQ(PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab[j])->word)), per - half);
+	CHECK_EQ(pc_cache_check(s), 2 * (per - half));
+	for (unsigned j = 0; j < 2; j++)
+		for (unsigned i = half; i < per; i++)
+			pc_cache_free(s, out[j * per + i]);
+	carry_cache_done(s);
+}
+
 TEST(whole_slabs)
 {
 	whole_slabs(0);
@@ -281,5 +413,6 @@ int main(void)
 	RUN(renew_cpu_partial);
 	RUN(renew_node_partial);
 	RUN(whole_slabs);
+	RUN(carry);
 	return test_report();
 }
