@@ -32,21 +32,6 @@
  * then "not full" (listed on its node) exactly as if they were on its
  * freelist, and an empty one goes back to the page allocator with its
  * fresh pages never touched.
- *
- * ---- Renewing an empty slab ---------------------------------------------------
- * A slab whose objects are all on its own freelist (none in use, none
- * fresh: every object was handed out and came back, e.g. a round of frees
- * that emptied a node partial slab kept for min_partial, or a CPU slab all
- * of whose objects came back) is taken as a new one: slab_take_word drops
- * its freelist (a permutation of all its slots: no object is out, so
- * nobody can push onto it or hold one of its links meanwhile) and sets
- * every object fresh, and the taker hands them out by index
- * (fresh_hand_out). Walking the freelist cost a dependent load per object
- * (seed 002's Test D: 66% of slab_alloc_bulk's samples at 256 B, docs/
- * sheaves.md). Not for a cache with a constructor: its objects keep their
- * constructed state on the freelist, and a fresh one is constructed when
- * handed out. Their pages were touched already: "fresh" then says only
- * that nobody holds a link into them.
  */
 #include "slab.h"
 
@@ -126,8 +111,7 @@ static uint64_t slab_word_taken(uint32_t objects, uint32_t fresh, uint32_t k, bo
  * holds list_lock does that after dropping it). The taken objects count as
  * in use. Returns NULL with *n == 0 when the slab is full.
  */
-PC_INLINE void *slab_take_word(const struct pc_cache *s, struct pc_page *slab, bool freeze,
-			    unsigned *n, uint32_t *first)
+static void *slab_take_word(struct pc_page *slab, bool freeze, unsigned *n, uint32_t *first)
 {
 	struct pc_dword *w = slab_word(slab);
 	for (;;) {
@@ -143,17 +127,12 @@ PC_INLINE void *slab_take_word(const struct pc_cache *s, struct pc_page *slab, b
 			*n = 0;
 			return NULL;
 		}
-		/* Renewed ("Renewing an empty slab" above): every object on the
-		 * freelist, none in use, no constructor; the freelist left
-		 * behind is dropped by the compare-and-swap. */
-		bool renew = fl && PC_SLAB_INUSE(cnt) == 0 && !s->ctor;
-		uint32_t avail = renew ? objects : fresh;
-		uint32_t k = fl && !renew ? 0 : PC_MIN(avail, (uint32_t)*n);
-		if (!pc_dcas(w, fl, cnt, NULL, slab_word_taken(objects, avail, k, true)))
+		uint32_t k = fl ? 0 : PC_MIN(fresh, (uint32_t)*n);
+		if (!pc_dcas(w, fl, cnt, NULL, slab_word_taken(objects, fresh, k, true)))
 			continue; /* a remote free came: it is on the freelist now */
 		*n = k;
-		*first = objects - avail;
-		return renew ? NULL : fl;
+		*first = PC_SLAB_FIRST_FRESH(cnt);
+		return fl;
 	}
 }
 
@@ -166,7 +145,7 @@ PC_INLINE void *slab_take_word(const struct pc_cache *s, struct pc_page *slab, b
 PC_INLINE void *slab_take(struct pc_cache *s, struct pc_page *slab, void **out, unsigned *n)
 {
 	uint32_t first;
-	void *fl = slab_take_word(s, slab, false, n, &first);
+	void *fl = slab_take_word(slab, false, n, &first);
 	return *n ? fresh_hand_out(s, slab, first, *n, out) : fl;
 }
 
@@ -218,7 +197,7 @@ static bool get_partial_node(struct pc_cache *s, struct pc_cache_cpu *c, struct 
 		if (!got) {
 			/* A node partial slab has a free object (on its freelist
 			 * or fresh): this takes some. */
-			*fl = slab_take_word(s, slab, true, k, &first);
+			*fl = slab_take_word(slab, true, k, &first);
 			pc_assert_internal(*fl || *k);
 			pc_store_relaxed(&c->slab, slab);
 			got = slab;

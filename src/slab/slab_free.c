@@ -155,7 +155,7 @@ void slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *
  * are a guess) and leaves it as a new slab's (every object fresh, none in
  * use), and the slab goes to the page allocator. A node that keeps fewer
  * than min_partial slabs gets it through the ordinary path (slab_free_bulk
- * lists it; the refill that takes it renews it, slab_alloc.c). The double
+ * lists it). The double
  * frees slab_free_bulk would catch here (a chain longer than the objects in
  * use) make the word differ, and take that path.
  */
