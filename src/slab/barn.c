@@ -117,7 +117,8 @@ void sheaf_free(struct pc_sheaf *sh)
  * with no more objects in use than the sheaf has left, may hold every
  * object in use of it (a burst of frees in allocation order: Test B): such
  * a chain is only counted, not linked, and when it closes with all of them
- * the slab goes back without a free pointer written (slab_free_whole); one
+ * the slab goes back without a free pointer written (slab_free_bulk with
+ * no chain); one
  * that closes short is linked then, from the sheaf's array between its
  * first object and the one that closed it (the objects of its range there
  * are its own: one chain per slab is open at a time).
@@ -140,7 +141,7 @@ struct flush {
 	struct pc_cache *s;
 	void **a, **b;
 	uint32_t na, n;
-	bool keep;       /* b's chains short at the end may stay (flush_keep) */
+	bool keep;       /* b's chains short at the end may stay */
 	bool counted;    /* chains may be counted (flush_counts) */
 	unsigned misses; /* counted chains that closed short before the end */
 	struct flush_chain open[FLUSH_OPEN];
@@ -158,7 +159,7 @@ PC_INLINE bool chain_has(const struct flush_chain *ch, void *obj)
 }
 
 /* Link a counted chain: the objects of its range in the run's [first, end). */
-static void flush_chain_link(struct flush *f, struct flush_chain *ch, uint32_t end)
+PC_INLINE void flush_chain_link(struct flush *f, struct flush_chain *ch, uint32_t end)
 {
 	for (uint32_t i = ch->first; i < end; i++) {
 		void *obj = flush_obj(f, i);
@@ -172,11 +173,11 @@ static void flush_chain_link(struct flush *f, struct flush_chain *ch, uint32_t e
 }
 
 /* Close ch, open before the object at index end. */
-static void flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t end)
+PC_INLINE void flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t end)
 {
 	if (!ch->bytes)
 		return;
-	if (!(ch->whole && slab_free_whole(f->s, ch->slab, ch->k))) {
+	if (!(ch->whole && slab_free_bulk(f->s, ch->slab, NULL, NULL, ch->k))) {
 		if (ch->whole) {
 			f->misses += end < f->n;
 			flush_chain_link(f, ch, end);
@@ -187,7 +188,7 @@ static void flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t 
 }
 
 /* The oldest chain closed and reopened for the object at index i. */
-static struct flush_chain *flush_chain_open(struct flush *f, uint32_t i)
+PC_INLINE struct flush_chain *flush_chain_open(struct flush *f, uint32_t i)
 {
 	void *obj = flush_obj(f, i);
 	struct pc_page *slab = pc_slab_of(obj);
@@ -209,66 +210,12 @@ static struct flush_chain *flush_chain_open(struct flush *f, uint32_t i)
 	return ch;
 }
 
-/* The object at index i of the run to its chain. counted: f->counted, a
- * constant in each of flush_run's loops. */
-PC_INLINE void flush_add(struct flush *f, uint32_t i, void *obj, const bool counted)
-{
-	struct flush_chain *ch = NULL;
-	for (unsigned j = 0; j < FLUSH_OPEN && !ch; j++)
-		if (chain_has(&f->open[j], obj))
-			ch = &f->open[j];
-	if (!ch)
-		ch = flush_chain_open(f, i);
-	/* The first copy of an object freed twice is its chain's latest
-	 * object already (a cycle otherwise). */
-	if (pc_unlikely((counted ? ch->last : ch->head) == obj))
-		pc_slab_double_free(f->s, obj);
-	ch->k++;
-	if (counted)
-		ch->last = obj;
-	if (!counted || !ch->whole) {
-		if (!ch->head)
-			ch->tail = obj;
-		slab_set_next(f->s, obj, ch->head);
-		ch->head = obj;
-	}
-}
-
-/* Match every object of the run to its chain (closing chains on the way). */
-static void flush_run(struct flush *f)
-{
-	uint32_t nb = f->n - f->na;
-	if (f->counted) {
-		for (uint32_t i = 0; i < f->na; i++)
-			flush_add(f, i, f->a[i], true);
-		for (uint32_t i = 0; i < nb; i++)
-			flush_add(f, f->na + i, f->b[i], true);
-	} else {
-		for (uint32_t i = 0; i < f->na; i++)
-			flush_add(f, i, f->a[i], false);
-		for (uint32_t i = 0; i < nb; i++)
-			flush_add(f, f->na + i, f->b[i], false);
-	}
-}
-
 /* Whether s's chains may be counted (whole slabs): slabs of few objects,
  * where the costs per slab weigh; with many (64 of 256 B), counting cost
  * more per object than it saved (Test B at 256 B). */
-static bool flush_counts(struct pc_cache *s)
+PC_INLINE bool flush_counts(struct pc_cache *s)
 {
 	return (uint32_t)pc_load_relaxed(&s->oo) <= FLUSH_WHOLE_OBJECTS;
-}
-
-void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
-{
-	if (sh->count == 0)
-		return;
-	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
-	struct flush f = { .s = s, .b = sh->objects, .n = sh->count, .counted = flush_counts(s) };
-	flush_run(&f);
-	for (unsigned j = 0; j < FLUSH_OPEN; j++)
-		flush_chain_close(&f, &f.open[j], f.n);
-	sh->count = 0;
 }
 
 /*
@@ -281,34 +228,63 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
  * chains, opened in its own sheaf, that could still be whole but are
  * short at its end: their objects stay in that sheaf, which the barn keeps
  * as its carry, and the next such flush runs the carry's objects first
- * and its own after them, as one run (flush_keep), so that the rest of
- * those slabs finds them. A carried chain is given back at that next flush
- * whole or not (it is not carried twice), and every other way out of the
- * barn (barn_drain, each decay pass) flushes the carry. At most one sheaf
- * per barn, its objects counted with the barn's (barn_count_objects).
+ * and its own after them, as one run, so that the rest of those slabs
+ * finds them. A carried chain is given back at that next flush whole or
+ * not (it is not carried twice), and every other way out of the barn
+ * (barn_drain, each decay pass) flushes the carry. At most one sheaf per
+ * barn, its objects counted with the barn's (barn_count_objects).
  */
 
-/* Flush carry's objects (if any) and sh's as one run; the chains opened in
- * sh's part that may be whole but are short at the end stay in sh (moved to
- * its front, sh->count set to how many), everything else goes back. carry
- * is left empty. */
-static void flush_keep(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh)
+/*
+ * Flush carry's objects (carry may be NULL) and sh's as one run. With
+ * keep, the chains opened in sh's part that may be whole but are short at
+ * the end stay in sh (moved to its front, sh->count set to how many);
+ * everything else goes back. carry is left empty.
+ *
+ * One function for every flush, in the section of sheaf_flush_objects:
+ * that is in the text that programs enter first (cmake/hot-text.ld, its
+ * pattern .text.sheaf_flush_objects.*), and a function of its own would
+ * fault in a window of the cold text (bench_small's peak RSS: 32-48 kB
+ * more), while inlined in both callers it made that text 11 kB longer.
+ */
+__attribute__((noinline, section(".text.sheaf_flush_objects.run"))) static void
+flush_sheaves(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh, bool keep)
 {
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
 	struct flush f = { .s = s,
 			   .a = carry ? carry->objects : NULL,
 			   .b = sh->objects,
 			   .na = carry ? carry->count : 0,
-			   .keep = true,
+			   .keep = keep,
 			   .counted = flush_counts(s) };
 	f.n = f.na + sh->count;
-	flush_run(&f);
+	for (uint32_t i = 0; i < f.n; i++) {
+		void *obj = flush_obj(&f, i);
+		struct flush_chain *ch = NULL;
+		for (unsigned j = 0; j < FLUSH_OPEN && !ch; j++)
+			if (chain_has(&f.open[j], obj))
+				ch = &f.open[j];
+		if (!ch)
+			ch = flush_chain_open(&f, i);
+		/* The first copy of an object freed twice is its chain's
+		 * latest object already (a cycle otherwise). */
+		if (pc_unlikely(ch->last == obj))
+			pc_slab_double_free(s, obj);
+		ch->last = obj;
+		ch->k++;
+		if (!ch->whole) {
+			if (!ch->head)
+				ch->tail = obj;
+			slab_set_next(s, obj, ch->head);
+			ch->head = obj;
+		}
+	}
 	struct flush_chain *kept[FLUSH_OPEN];
 	unsigned nkept = 0;
 	uint32_t from = f.n;
 	for (unsigned j = 0; j < FLUSH_OPEN; j++) {
 		struct flush_chain *ch = &f.open[j];
-		if (ch->bytes && ch->whole && ch->first >= f.na &&
+		if (keep && ch->bytes && ch->whole && ch->first >= f.na &&
 		    !slab_full_with(ch->slab, ch->k)) {
 			kept[nkept++] = ch;
 			from = PC_MIN(from, ch->first);
@@ -329,8 +305,14 @@ static void flush_keep(struct pc_cache *s, struct pc_sheaf *carry, struct pc_she
 		carry->count = 0;
 }
 
+void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
+{
+	if (sh->count != 0)
+		flush_sheaves(s, NULL, sh, false);
+}
+
 /* Swap b's carry for `next` (NULL: take it); returns the old one. */
-static struct pc_sheaf *barn_carry_swap(struct pc_barn *b, struct pc_sheaf *next)
+PC_INLINE struct pc_sheaf *barn_carry_swap(struct pc_barn *b, struct pc_sheaf *next)
 {
 	if (!next && !pc_load_relaxed(&b->carry))
 		return NULL; /* racy peek: no carry, no lock */
@@ -342,7 +324,7 @@ static struct pc_sheaf *barn_carry_swap(struct pc_barn *b, struct pc_sheaf *next
 }
 
 /* Flush and free b's carry, if it has one. */
-static unsigned barn_carry_drop(struct pc_cache *s, struct pc_barn *b)
+PC_INLINE unsigned barn_carry_drop(struct pc_cache *s, struct pc_barn *b)
 {
 	struct pc_sheaf *carry = barn_carry_swap(b, NULL);
 	if (!carry)
@@ -584,7 +566,7 @@ static bool barn_push(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh
 }
 
 /* An empty sheaf to b's empty list, or freed. */
-static void barn_put_empty(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh)
+PC_INLINE void barn_put_empty(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh)
 {
 	if (sh->capacity == pc_load_relaxed(&s->sheaf_capacity) && barn_push(s, b, sh, false))
 		slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_barn_put);
@@ -611,7 +593,7 @@ void barn_put(struct pc_cache *s, unsigned node, struct pc_sheaf *sh)
 	/* Partly filled, or no room for it: to the slabs, with the carry
 	 * ("The carry" above). */
 	struct pc_sheaf *carry = barn_carry_swap(b, NULL);
-	flush_keep(s, carry, sh);
+	flush_sheaves(s, carry, sh, true);
 	if (sh->count != 0) {
 		struct pc_sheaf *other = barn_carry_swap(b, sh);
 		if (other) { /* another flush made one meanwhile: no carry of carries */

@@ -1287,17 +1287,23 @@ void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list);
 /* Free k objects of slab, chained head -> ... -> tail through their free
  * pointers, with one compare-and-swap of the slab word (slab_free_slow's
  * state changes for k frees at once). No lock held. */
-void slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k);
+/* With head NULL, the free of k objects that are every object in use of a
+ * full, unfrozen slab (a flushed chain), with no free pointer written:
+ * when the slab is still so and its node keeps min_partial slabs already,
+ * one compare-and-swap takes it (nobody else can reach it) and it goes
+ * back to the page allocator; true then. Else nothing is done (false):
+ * the caller links the chain and calls again (slab_free.c, "Whole slabs").
+ * With a chain: true. */
+bool slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k);
 /* Whether slab is full and unfrozen (on no list) with exactly k objects in
  * use; read racily, for a flush deciding whether to link a chain. */
-bool slab_full_with(struct pc_page *slab, uint32_t k);
-/* The free of k objects that are every object in use of a full, unfrozen
- * slab (a flushed chain), with no free pointer written: when the slab is
- * still so and its node keeps min_partial slabs already, one
- * compare-and-swap takes it (nobody else can reach it) and it goes back to
- * the page allocator; true then. Else nothing is done (false): the caller
- * links the chain for slab_free_bulk. No lock held. */
-bool slab_free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k);
+PC_INLINE bool slab_full_with(struct pc_page *slab, uint32_t k)
+{
+	struct pc_dword *w = slab_word(slab);
+	uint64_t cnt = pc_load_relaxed(&w->word);
+	return !pc_load_relaxed(&w->ptr) && PC_SLAB_FRESH(cnt) == 0 && !PC_SLAB_FROZEN(cnt) &&
+	       PC_SLAB_INUSE(cnt) == k;
+}
 /* Fill out[0..n) from the slabs under c->lock once per slab (SLUB's bulk
  * allocation); returns how many it got (fewer when out of memory). */
 unsigned slab_alloc_bulk(struct pc_cache *s, void **out, unsigned n);

@@ -137,37 +137,25 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	free_chain(s, slab, obj, obj, 1);
 }
 
-void slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k)
-{
-	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_free_bulk);
-	free_chain(s, slab, head, tail, k);
-}
 
 /*
- * A flushed chain that holds every object in use of a full slab on no list
- * (seed 002's Test B: a burst of frees in allocation order empties slab
- * after slab). Nobody else can reach such a slab: it is on no list and no
- * CPU's, and every object that could come back to it is in the caller's
- * hands, so its objects need no free pointer (each a store into memory the
+ * Whole slabs: a flushed chain that holds every object in use of a full
+ * slab on no list (seed 002's Test B: a burst of frees in allocation order
+ * empties slab after slab; barn.c counts such chains instead of linking
+ * them). Nobody else can reach such a slab: it is on no list and no CPU's,
+ * and every object that could come back to it is in the caller's hands,
+ * so its objects need no free pointer (each a store into memory the
  * program last touched, and a TLB miss per object at 4-8 KiB, that the
  * locked instructions which follow waited for) and no list_lock is taken:
- * one compare-and-swap checks the word atomically (the two loads above it
- * are a guess) and leaves it as a new slab's (every object fresh, none in
- * use), and the slab goes to the page allocator. A node that keeps fewer
- * than min_partial slabs gets it through the ordinary path (slab_free_bulk
- * lists it). The double
- * frees slab_free_bulk would catch here (a chain longer than the objects in
- * use) make the word differ, and take that path.
+ * one compare-and-swap checks the word atomically (slab_full_with's two
+ * loads are a guess) and leaves it as a new slab's (every object fresh,
+ * none in use), and the slab goes to the page allocator. A node that
+ * keeps fewer than min_partial slabs gets it through the ordinary path
+ * (free_chain lists it). A double free that free_chain would catch (a
+ * chain longer than the objects in use) makes the word differ, and takes
+ * that path.
  */
-bool slab_full_with(struct pc_page *slab, uint32_t k)
-{
-	struct pc_dword *w = slab_word(slab);
-	uint64_t cnt = pc_load_relaxed(&w->word);
-	return !pc_load_relaxed(&w->ptr) && PC_SLAB_FRESH(cnt) == 0 && !PC_SLAB_FROZEN(cnt) &&
-	       PC_SLAB_INUSE(cnt) == k;
-}
-
-bool slab_free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k)
+PC_INLINE bool free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k)
 {
 	pc_assert_internal(!s->debug);
 	struct pc_dword *w = slab_word(slab);
@@ -185,5 +173,14 @@ bool slab_free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k)
 	slab_stat_add(c, PC_SLAB_STAT_free_remote, k);
 	slab_stat(c, PC_SLAB_STAT_free_remove_partial);
 	slab_discard(s, slab);
+	return true;
+}
+
+bool slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k)
+{
+	if (!head) /* inline here: this is in the text programs enter first */
+		return free_whole(s, slab, k);
+	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_free_bulk);
+	free_chain(s, slab, head, tail, k);
 	return true;
 }
