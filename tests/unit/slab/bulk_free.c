@@ -25,7 +25,9 @@
  *
  * Pinned to one CPU it may run on (the CPU structures checked are that
  * CPU's). Runs with rseq and in the fallback (_norseq): the slab layer is
- * the same in both.
+ * the same in both. Also under ThreadSanitizer (one thread: the flush and
+ * barn code as the other builds run it):
+ * PC_TEST_LABELS: tsan
  */
 #define _GNU_SOURCE
 #include "slab/slab.h"
