@@ -23,10 +23,11 @@
  *    slabs whole, back to the page allocator unwritten, no carry left. A
  *    carry is flushed by a shrink (barn_drain) and by a decay pass.
  *
- * Pinned to one CPU it may run on (the CPU structures checked are that
- * CPU's). Runs with rseq and in the fallback (_norseq): the slab layer is
- * the same in both. Also under ThreadSanitizer (one thread: the flush and
- * barn code as the other builds run it):
+ * Pinned to the first CPU of the process's mask (the CPU structures
+ * checked are that CPU's; unit_helpers.h), skipped where it cannot pin.
+ * Runs with rseq and in the fallback (_norseq): the slab layer is the same
+ * in both. Also under ThreadSanitizer (one thread: the flush and barn code
+ * as the other builds run it):
  * PC_TEST_LABELS: tsan
  */
 #define _GNU_SOURCE
@@ -39,19 +40,6 @@
 
 enum { MAX = 1024 };
 static void *out[MAX];
-
-/* Pin to the first CPU the thread may run on (a cpuset may lack CPU 0);
- * returns it. */
-static unsigned pin_allowed_cpu(void)
-{
-	cpu_set_t set;
-	REQUIRE(sched_getaffinity(0, sizeof(set), &set) == 0);
-	for (unsigned cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &set) && pin_cpu(cpu))
-			return cpu;
-	REQUIRE(!"no CPU to pin to");
-	return 0;
-}
 
 static void write_and_check(struct pc_cache *s, void **objs, unsigned n, unsigned salt)
 {
@@ -90,9 +78,8 @@ static int pattern_lost(struct pc_cache *s, unsigned per, unsigned j, unsigned s
 	return bad;
 }
 
-static void whole_slabs(unsigned min_partial)
+static void whole_slabs(unsigned cpu, unsigned min_partial)
 {
-	unsigned cpu = pin_allowed_cpu();
 	set_opt(PC_OPT_STATS_ENABLE, 1);
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 0); /* the test's sheaf only */
 	set_opt(PC_OPT_SLUB_MIN_PARTIAL, min_partial);
@@ -241,7 +228,9 @@ static struct pc_sheaf *carry_first_halves(struct pc_cache *s, unsigned per, uns
 
 TEST(carry)
 {
-	unsigned cpu = pin_allowed_cpu(), per;
+	if (!pin_cpu0_or_skip())
+		return;
+	unsigned cpu = (unsigned)test_cpu(0), per; /* pinned to it */
 	unsigned node = pc_cpu_node(cpu);
 	struct pc_cache *s = carry_cache(32, &per);
 	REQUIRE(per <= 32);
@@ -295,8 +284,11 @@ TEST(carry)
 
 TEST(whole_slabs)
 {
-	whole_slabs(0);
-	whole_slabs(1);
+	if (!pin_cpu0_or_skip())
+		return;
+	unsigned cpu = (unsigned)test_cpu(0); /* pinned to it */
+	whole_slabs(cpu, 0);
+	whole_slabs(cpu, 1);
 }
 
 int main(void)
