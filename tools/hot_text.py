@@ -17,8 +17,15 @@ the workloads first enter them (the empty program's first; those a
 workload adds in address order), so that the code every program needs
 comes first and the rarer functions after it; the functions of the
 previous list that this run did not enter but the library still has (some
-slow paths run only under contention) go before the last workload's (a
-fork's), so that the list only grows.
+slow paths run only under contention) go after the benchmarks' and before
+ls's, python's and a fork's, so that the list only grows. A comment before
+each workload's names gives the size of the list so far: the benchmarks'
+part must stay below 64 KiB less .init and .plt, which come first. The
+first fault in the text (the loader calls _init, at the mapping's start)
+maps the 16 pages from the start of the mapping (the fault-around window
+is clamped to the mapping, not cut at the 64 KiB boundary), so that is
+the part a small program has resident (docs/footprint.md, "2026-11-25,
+helper footprint").
 
     sudo python3 tools/hot_text.py --build build [--out cmake/hot-text.ld]
     python3 tools/hot_text.py --build build --check
@@ -65,6 +72,20 @@ def section_name(sym):
     those blocks are the rare ones (the pagemap measurements found none
     entered)."""
     return sym.split(".")[0]
+
+
+def function_sizes(lib):
+    """Bytes of each input section .text.NAME (its symbols, each rounded
+    to the 16-byte alignment of functions), for the size comments."""
+    out = subprocess.run(["nm", "-S", "--defined-only", lib], check=True,
+                         capture_output=True, text=True).stdout
+    sizes = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in "tTwW" and ".cold" not in f[3]:
+            n = section_name(f[3])
+            sizes[n] = sizes.get(n, 0) + (int(f[1], 16) + 15) // 16 * 16
+    return sizes
 
 
 def probe_hits():
@@ -230,7 +251,16 @@ def main():
                     if name in defined and name not in seen:
                         seen.add(name)
                         kept.append(name)
-    names = [n for tier in tiers[:-1] for n in tier] + kept + tiers[-1]
+    # The benchmarks' tiers, then the kept names (mostly their slow paths
+    # under contention), then ls's and python's, then the fork's: a small
+    # program's functions lie in the text's first 64 KiB (see --check).
+    nbench = len(workloads) - 3
+    labels = [" ".join([os.path.basename(w[0])] + w[1:3]).split("\n")[0].replace("*/", "")
+              for w in workloads]
+    order = list(zip(labels[:nbench], tiers[:nbench])) + [("kept from the previous list", kept)]
+    order += list(zip(labels[nbench:], tiers[nbench:]))
+    names = [n for _, tier in order for n in tier]
+    sizes = function_sizes(lib)
     with open(args.out, "w") as out:
         out.write("/* cmake/hot-text.ld - the functions of libpcmalloc.so that programs enter,\n"
                   " * linked first, in the order tools/hot_text.py found them (the\n"
@@ -249,8 +279,12 @@ def main():
         out.write("    *libc_nonshared.a:*(.text .text.*)\n")
         out.write("    KEEP (*(SORT_NONE(.fini)))\n")
         out.write("    *(__rseq_failure)\n")
-        for n in names:
-            out.write(f"    *(.text.{n} .text.{n}.*)\n")
+        total = 0
+        for label, tier in order:
+            total += sum(sizes.get(n, 0) for n in tier)
+            out.write(f"    /* {label}: {len(tier)} new, {total / 1024:.1f} kB in all */\n")
+            for n in tier:
+                out.write(f"    *(.text.{n} .text.{n}.*)\n")
         out.write("  }\n}\nINSERT BEFORE .text;\n")
     print(f"{len(names)} functions -> {args.out}", file=sys.stderr)
 
