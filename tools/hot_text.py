@@ -74,6 +74,26 @@ def section_name(sym):
     return sym.split(".")[0]
 
 
+# The unwind tables after the cold text, in the R+X segment, where the
+# default script puts them into the read-only data's segment: a small
+# program reads .rodata (the size class table, the options' names) but
+# never unwinds, and the whole segment (50 kB: .rodata 16, .eh_frame_hdr 5,
+# .eh_frame 28) lies in one fault-around window, so every program had all
+# 13 pages resident for the 5 it reads. The unwinder finds them through
+# PT_GNU_EH_FRAME wherever they are (backtrace(), C++ exceptions thrown
+# by operator new).
+EH_FRAME_AFTER_TEXT = """/* The unwind tables after the text, out of the read-only data's
+ * fault-around window (tools/hot_text.py, EH_FRAME_AFTER_TEXT). */
+SECTIONS
+{
+  .eh_frame_hdr : { *(.eh_frame_hdr) }
+  .eh_frame : ONLY_IF_RO { KEEP (*(.eh_frame)) *(.eh_frame.*) }
+  .gcc_except_table : ONLY_IF_RO { *(.gcc_except_table .gcc_except_table.*) }
+}
+INSERT AFTER .text;
+"""
+
+
 def function_sizes(lib):
     """Bytes of each input section .text.NAME (its symbols, each rounded
     to the 16-byte alignment of functions), for the size comments."""
@@ -286,6 +306,7 @@ def main():
             for n in tier:
                 out.write(f"    *(.text.{n} .text.{n}.*)\n")
         out.write("  }\n}\nINSERT BEFORE .text;\n")
+        out.write(EH_FRAME_AFTER_TEXT)
     print(f"{len(names)} functions -> {args.out}", file=sys.stderr)
 
 
