@@ -1,0 +1,51 @@
+#!/bin/sh
+# tests/unit/os/library_layout.sh - the layout of libpcmalloc.so that keeps
+# a small program's pages of it few (docs/footprint.md, "2026-11-25, helper
+# footprint"); tests/hot-text.sh checks the rest:
+#  - with window=1 (an optimised build: cmake/hot-text.ld was made from one),
+#    the slow paths that bench_larson and bench_small --threads 2 take under
+#    contention lie in the 64 KiB from the start of the text mapping, which
+#    the text's first fault (the loader calls _init, at that start) maps
+#    whole; tools/hot_text.py puts them there (the names kept from the
+#    previous list come right after the benchmarks'). A name the library no
+#    longer has is reported, not failed (renamed or inlined: make the list
+#    again);
+#  - .eh_frame and .eh_frame_hdr are not in .rodata's segment: the script
+#    puts them after .text, so that reading .rodata does not map the unwind
+#    tables (one fault-around window held both).
+#
+# Usage: library_layout.sh LIBPCMALLOC_SO window=0|1
+# Prints "N passed, N failed"; exits 1 when any check fails.
+set -u
+lib=${1:?usage: library_layout.sh LIB window=0|1}
+inwindow=${2:-window=0}
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "library_layout: $*" >&2; fail=$((fail + 1)); }
+
+text=$(readelf -lW "$lib" | awk '$1 == "LOAD" && $NF ~ /^0x/ && $(NF - 1) == "E" { print $3; exit }')
+if [ -n "$text" ]; then ok; else bad "$lib has no R+X segment"; fi
+window=$((${text:-0} / 4096 * 4096 + 65536))
+if [ "$inwindow" = window=1 ]; then
+	funcs=$(nm --defined-only "$lib" | awk '$2 ~ /^[tTwW]$/ { print $3, $1 }')
+	for f in barn_grow_locked pcp_over_high pc_spin_lock_contended lock_acquire_slow; do
+		addr=$(echo "$funcs" | awk -v f="$f" '$1 == f { print $2; exit }')
+		if [ -z "$addr" ]; then
+			echo "library_layout: $f is not in $lib (renamed? rerun tools/hot_text.py and update this list)" >&2
+		elif [ $((0x$addr)) -ge "$window" ]; then
+			bad "$f (0x$addr) is not in the text's first 64 KiB (below $(printf 0x%x "$window")): rerun tools/hot_text.py"
+		else
+			ok
+		fi
+	done
+fi
+
+# The segment that holds .rodata must not hold the unwind tables.
+if readelf -lW "$lib" | awk '/Segment Sections/ { s = 1; next }
+	s && / \.rodata / && /\.eh_frame/ { f = 1 } END { exit !f }'; then
+	bad ".eh_frame is in .rodata's segment (cmake/hot-text.ld: EH_FRAME_AFTER_TEXT)"
+else
+	ok
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
