@@ -24,8 +24,11 @@ part must stay below 64 KiB less .init and .plt, which come first. The
 first fault in the text (the loader calls _init, at the mapping's start)
 maps the 16 pages from the start of the mapping (the fault-around window
 is clamped to the mapping, not cut at the 64 KiB boundary), so that is
-the part a small program has resident (docs/footprint.md, "2026-11-25,
-helper footprint").
+the part a small program has resident, while the page cache holds the
+library in 4 KiB folios (as the linker writes it, or read back from
+disk); a copy just written by cp or install sits in 64 KiB folios, and a
+fault maps each whole folio it meets: two windows of text whatever the
+order (docs/footprint.md, "2026-11-25, helper footprint").
 
     sudo python3 tools/hot_text.py --build build [--out cmake/hot-text.ld]
     python3 tools/hot_text.py --build build --check
