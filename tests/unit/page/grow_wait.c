@@ -65,6 +65,16 @@
  *      one of another top-order block (as many pages, not its buddy): no
  *      wait, one region.
  * (With a wait for anything held, (d), (e), (i) and (k) fail.)
+ * Review of pagesrss, item 1 (each fails with the mutant named):
+ *  (l) wait_for_merged_held_runs: runs 0 and 2 of a chunk held in one
+ *      batch, run 1 freed first, 768 pages asked for: the three merge
+ *      (held runs never merging with each other sees 512: grows);
+ *  (m) wait_for_block_as_chunk: as (a), but a run of RUN_PAGES asked for
+ *      with no free run in the heap: a held top-order block is its next
+ *      chunk (a held block never serving a run request: grows);
+ *  (n) wait_for_merged_quarters: quarters 0 and 2 of a top-order block
+ *      held in one batch, 1 and 3 freed first, a top-order block asked
+ *      for (a look that finds only the first held block: grows).
  *
  * PC_TEST_LABELS: tsan
  */
@@ -86,7 +96,8 @@ static struct pc_zone *zone;
 static bool pass_runs; /* (b), (d)-(i): the pass holds runs, not blocks */
 static size_t want_pages; /* the other thread asks for a run of this; 0: a top-order block */
 static void *give[3];  /* what the other thread frees first: runs of give_pages, */
-static size_t ngive, give_pages; /* or with give_pages 0 blocks of PC_MAX_ORDER - 1 */
+static size_t ngive, give_pages; /* or with give_pages 0 blocks of give_order */
+static unsigned give_order;
 static bool expect_wait; /* (a)-(c): the allocation waits for the batch */
 static bool hold_pass; /* (c): the batch held until the allocation returned */
 static char *blocks[MAX_BLOCKS];
@@ -114,7 +125,7 @@ static void *alloc_one(void *arg)
 	(void)arg;
 	REQUIRE(pin_cpu(0)); /* the same preferred zone as the pass's */
 	for (size_t i = 0; i < ngive; i++) /* next to what the pass holds, or not */
-		give_pages ? pc_free_run(give[i], give_pages) : pc_free_pages(give[i], PC_MAX_ORDER - 1);
+		give_pages ? pc_free_run(give[i], give_pages) : pc_free_pages(give[i], give_order);
 	got = want_pages ? pc_alloc_run(want_pages) : pc_alloc_pages(PC_MAX_ORDER);
 	pc_store_release(&alloc_done, 1);
 	return NULL;
@@ -165,6 +176,7 @@ static void setup(void)
 	got = NULL;
 	nblocks = 0;
 	ngive = give_pages = 0;
+	give_order = PC_MAX_ORDER - 1;
 }
 
 /* Take every block of the top order CPU 0's zone has (zone set by the
@@ -243,22 +255,28 @@ static void due_pass(void)
 
 /* (a) a trim's batch of buddy blocks; the other thread wants a block.
  * (c) with hold set: the batch stays out until the allocation returns. */
-static void blocks_case(bool hold)
+static void blocks_case(bool hold, size_t want)
 {
 	setup();
 	pass_runs = false;
-	want_pages = 0;
+	want_pages = want;
 	hold_pass = hold;
 	expect_wait = true;
 	fill_zone();
 	REQUIRE(nblocks > NFREE);
+	pc_lock_acquire(&zone->lock);
+	size_t run_free = zone->run_free_pages;
+	pc_lock_release(&zone->lock);
+	REQUIRE(run_free == 0); /* (m): no free run; a run needs a top-order block */
 	for (size_t i = 0; i < NFREE; i++) {
 		memset(blocks[i], 0x5a, PC_PAGE_SIZE); /* resident, as a dirty block is */
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
 	}
 	CHECK(pc_load_relaxed(&zone->dirty_hint) >= NFREE * BLOCK_PAGES);
 	pass_and_check(trim_pass, NFREE); /* one batch of the NFREE blocks */
-	if (got)
+	if (got && want)
+		pc_free_run(got, want);
+	else if (got)
 		pc_free_pages(got, PC_MAX_ORDER);
 	for (size_t i = NFREE; i < nblocks; i++)
 		pc_free_pages(blocks[i], PC_MAX_ORDER);
@@ -267,12 +285,19 @@ static void blocks_case(bool hold)
 
 TEST(no_region_while_blocks_held)
 {
-	blocks_case(false);
+	blocks_case(false, 0);
 }
 
 TEST(wait_bounded)
 {
-	blocks_case(true);
+	blocks_case(true, 0);
+}
+
+/* (m) a run asked for while the batch holds top-order blocks: one of them
+ * is the run heap's next chunk */
+TEST(wait_for_block_as_chunk)
+{
+	blocks_case(false, RUN_PAGES);
 }
 
 /* (j) a trim's batch holds one half of a top-order block (a block of
@@ -330,6 +355,51 @@ TEST(no_wait_when_merged_blocks_too_small)
 	merged_blocks_case(false);
 }
 
+/* (n) a trim's batch holds quarters 0 and 2 of a top-order block (blocks
+ * of PC_MAX_ORDER - 2); the other thread frees quarters 1 and 3, then asks
+ * for a top-order block: both held quarters count (a look that found only
+ * one of them on the held list would see half the block). */
+TEST(wait_for_merged_quarters)
+{
+	enum { QUARTERS = 4 };
+	const size_t qbytes = BLOCK_PAGES / QUARTERS * PC_PAGE_SIZE;
+	char *q[QUARTERS];
+	setup();
+	pass_runs = false;
+	want_pages = 0;
+	hold_pass = false;
+	expect_wait = true;
+	fill_zone();
+	REQUIRE(nblocks > 1);
+	pc_free_pages(blocks[0], PC_MAX_ORDER); /* the zone's only free block: cut in quarters */
+	for (size_t i = 0; i < QUARTERS; i++) {
+		q[i] = pc_alloc_pages(PC_MAX_ORDER - 2);
+		REQUIRE(q[i] != NULL && zone_of(q[i]) == zone);
+		memset(q[i], 0x5a, PC_PAGE_SIZE);
+	}
+	for (size_t i = 1; i < QUARTERS; i++) /* in address order */
+		for (size_t k = i; k > 0 && q[k] < q[k - 1]; k--) {
+			char *t = q[k];
+			q[k] = q[k - 1];
+			q[k - 1] = t;
+		}
+	for (size_t i = 0; i < QUARTERS; i++)
+		REQUIRE(q[i] == q[0] + i * qbytes && (uintptr_t)q[0] % (BLOCK_PAGES * PC_PAGE_SIZE) == 0);
+	pc_free_pages(q[0], PC_MAX_ORDER - 2);
+	pc_free_pages(q[2], PC_MAX_ORDER - 2);
+	give[0] = q[1];
+	give[1] = q[3];
+	ngive = 2;
+	give_order = PC_MAX_ORDER - 2;
+	CHECK(pc_load_relaxed(&zone->dirty_hint) == BLOCK_PAGES / 2); /* the only dirty blocks */
+	pass_and_check(trim_pass, 2);
+	if (got)
+		pc_free_pages(got, PC_MAX_ORDER);
+	for (size_t i = 1; i < nblocks; i++)
+		pc_free_pages(blocks[i], PC_MAX_ORDER);
+	pc_page_trim();
+}
+
 /* (b) a timed pass's batch of free runs (run.c, inside a chunk still partly
  * used); the other thread wants a run that only the held one can serve:
  * `chunks` chunks cut into runs of `cut` pages (and one of the rest), the
@@ -342,6 +412,7 @@ TEST(no_wait_when_merged_blocks_too_small)
 #define RUNS_MAX (BLOCK_PAGES / RUN_PAGES * CHUNKS_MAX)
 struct runs_spec {
 	size_t cut, chunks, give, want;
+	size_t also; /* (l): run `also` of the first chunk freed too (0: none) */
 	bool wait; /* expected: the allocation waits for the batch */
 };
 
@@ -384,6 +455,12 @@ static void runs_case(struct runs_spec sp)
 				give_pages = len[i + g + 1];
 				freed[i + g + 1] = true;
 			}
+		if (nfreed == 0 && sp.also) {
+			REQUIRE(sp.also > sp.give && i + sp.also < nruns &&
+				(uintptr_t)runs[i + sp.also] / (BLOCK_PAGES * PC_PAGE_SIZE) == c);
+			pc_free_run(runs[i + sp.also], len[i + sp.also]);
+			freed[i + sp.also] = true;
+		}
 		chunk_of[nfreed++] = c;
 		pc_free_run(runs[i], len[i]);
 		freed[i] = true;
@@ -393,10 +470,11 @@ static void runs_case(struct runs_spec sp)
 	pc_lock_acquire(&zone->lock);
 	size_t run_free = zone->run_free_pages, run_dirty = zone->run_dirty_pages;
 	pc_lock_release(&zone->lock);
-	REQUIRE(run_free == sp.chunks * sp.cut); /* the only free runs: those freed */
-	REQUIRE(run_dirty == sp.chunks * sp.cut);
+	size_t held = sp.chunks + (sp.also != 0);
+	REQUIRE(run_free == held * sp.cut); /* the only free runs: those freed */
+	REQUIRE(run_dirty == held * sp.cut);
 	pc_page_clock_advance(2 * 3600000000000ull); /* the runs are due */
-	pass_and_check(due_pass, (int)sp.chunks); /* one batch of them */
+	pass_and_check(due_pass, (int)held); /* one batch of them */
 	if (got && !sp.want)
 		pc_free_pages(got, PC_MAX_ORDER);
 	else if (got)
@@ -446,6 +524,15 @@ TEST(wait_for_merged_chunk)
 	runs_case((struct runs_spec){ .cut = RUN_PAGES, .chunks = 1, .give = 3, .want = 0, .wait = true });
 }
 
+/* (l) runs 0 and 2 of a chunk held (one batch), run 1 freed by the other
+ * thread, 768 pages asked for: the three merge once both are back (each
+ * held run alone, with run 1, makes 512) */
+TEST(wait_for_merged_held_runs)
+{
+	runs_case((struct runs_spec){ .cut = RUN_PAGES, .chunks = 1, .also = 2, .give = 1,
+				      .want = 3 * RUN_PAGES, .wait = true });
+}
+
 /* (i) one merged neighbour too few: 768 pages once back, not the chunk */
 TEST(no_wait_when_merged_too_small)
 {
@@ -466,5 +553,8 @@ int main(void)
 	RUN(no_wait_when_merged_too_small);
 	RUN(wait_for_merged_blocks);
 	RUN(no_wait_when_merged_blocks_too_small);
+	RUN(wait_for_merged_held_runs);
+	RUN(wait_for_block_as_chunk);
+	RUN(wait_for_merged_quarters);
 	return test_report();
 }
