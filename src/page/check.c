@@ -169,11 +169,22 @@ static bool check_zone(struct pc_zone *z)
 	size_t held_pages = 0, held_nr = 0;
 	struct pc_list *it;
 	pc_list_for_each(it, &z->release_held_blocks) {
-		held_pages += (size_t)1 << pc_pg_order(pc_list_entry(it, struct pc_page, list));
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		PC_PAGE_CHECK(pc_pg_state(pg) == PC_PG_NONE, "zone %u: held block with state %u", z->id,
+			      pc_pg_state(pg));
+		held_pages += (size_t)1 << pc_pg_order(pg);
 		held_nr++;
 	}
-	pc_list_for_each(it, &z->release_held_runs)
+	pc_list_for_each(it, &z->release_held_runs) {
+		/* what the grow wait's merge walk relies on (run.c, held_run_merged) */
+		struct pc_page *pg = pc_list_entry(it, struct pc_page, list);
+		size_t idx = (size_t)(pg - pc_page_region(pg)->pages);
+		PC_PAGE_CHECK(pc_pg_state(pg) == PC_PG_NONE && pg->aux >= 1 &&
+				      idx % PC_RUN_MAX_PAGES + pg->aux <= PC_RUN_MAX_PAGES,
+			      "zone %u: held run with state %u, %u pages at chunk offset %zu", z->id,
+			      pc_pg_state(pg), pg->aux, idx % PC_RUN_MAX_PAGES);
 		held_nr++;
+	}
 	PC_PAGE_CHECK(held_pages == z->release_held, "zone %u: release_held %zu, held blocks %zu pages",
 		      z->id, z->release_held, held_pages);
 	PC_PAGE_CHECK(z->in_flight > 0 || held_nr == 0,

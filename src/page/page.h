@@ -93,10 +93,12 @@
  * its node, then of other nodes, then drains every per-CPU list. Before it
  * grows, a slow path that finds its zone's release batches holding memory
  * that can serve the request once back, alone or merged with its free
- * neighbours (zone->release_held_blocks, release_held_runs: free blocks or
- * free runs being madvised, on no list meanwhile) waits for them to come
- * back, 50 ms at most for the whole slow path, and takes again (page_alloc.c, take_after_release): the zone has that
- * memory, and a region mapped for want of it stayed wholly free (issue 9).
+ * neighbours and the other held pieces (zone->release_held_blocks,
+ * release_held_runs: free blocks or free runs being madvised, on no list
+ * meanwhile) waits for them to come back, 50 ms at most for the whole slow
+ * path, and takes again (page_alloc.c, take_after_release): the zone has
+ * that memory, and a region mapped for want of it stayed wholly free
+ * (issue 9).
  * Callers may hold locks of the layers above through the wait; the bound
  * also keeps their hold short.
  *
@@ -182,9 +184,9 @@
  *     any; not use for the peak and the release bound) and on
  *     zone->release_held_blocks, its free runs on zone->release_held_runs
  *     (what the grow wait looks at; free runs count as use, held or not);
- *     both lists are empty when nothing is in flight; a fork child has
- *     none; a bit of
- *     pcp->used is set iff its list is not empty; every head on them has
+ *     a held head has state PC_PG_NONE, a held run lies in one chunk; both
+ *     lists are empty when nothing is in flight; a fork child has none; a
+ *     bit of pcp->used is set iff its list is not empty; every head on them has
  *     state PC_PG_PCP, aux = its length and order = floor(log2(length))
  *     (so the lock-free double-free check, which trusts a free head's
  *     order, never claims a page beyond a run) and mem DIRTY if it was
