@@ -144,6 +144,7 @@ struct flush {
 	bool keep;       /* b's chains short at the end may stay */
 	bool counted;    /* chains may be counted (flush_counts) */
 	unsigned misses; /* counted chains that closed short before the end */
+	struct pc_page *discard; /* whole slabs taken, for slab_discard_chain */
 	struct flush_chain open[FLUSH_OPEN];
 	unsigned oldest;
 };
@@ -177,12 +178,12 @@ PC_INLINE void flush_chain_close(struct flush *f, struct flush_chain *ch, uint32
 {
 	if (!ch->bytes)
 		return;
-	if (!(ch->whole && slab_free_bulk(f->s, ch->slab, NULL, NULL, ch->k))) {
+	if (!(ch->whole && slab_free_bulk(f->s, ch->slab, NULL, NULL, ch->k, &f->discard))) {
 		if (ch->whole) {
 			f->misses += end < f->n;
 			flush_chain_link(f, ch, end);
 		}
-		slab_free_bulk(f->s, ch->slab, ch->head, ch->tail, ch->k);
+		slab_free_bulk(f->s, ch->slab, ch->head, ch->tail, ch->k, NULL);
 	}
 	ch->bytes = 0;
 }
@@ -303,6 +304,7 @@ flush_sheaves(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh, b
 	sh->count = j;
 	if (carry)
 		carry->count = 0;
+	slab_discard_chain(s, f.discard);
 }
 
 void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)

@@ -1276,7 +1276,8 @@ extern void (*_Atomic pc_slab_counts_test_hook)(struct pc_cache *s);
 /* Under n->list_lock: take a slab off / put a slab on the node partial list. */
 void slab_partial_del(struct pc_cache_node *n, struct pc_page *slab);
 void slab_partial_add(struct pc_cache_node *n, struct pc_page *slab);
-/* Discard every slab of a chain linked through list.next. */
+/* Discard every slab of a chain linked through list.next (their counts
+ * added once). */
 void slab_discard_chain(struct pc_cache *s, struct pc_page *chain);
 struct pc_cache_node *slab_node(struct pc_cache *s, struct pc_page *slab);
 /* Objects on CPU c's freelist, counted with the freelist taken (tid odd) so
@@ -1291,10 +1292,11 @@ void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list);
  * full, unfrozen slab (a flushed chain), with no free pointer written:
  * when the slab is still so and its node keeps min_partial slabs already,
  * one compare-and-swap takes it (nobody else can reach it) and it goes
- * back to the page allocator; true then. Else nothing is done (false):
- * the caller links the chain and calls again (slab_free.c, "Whole slabs").
- * With a chain: true. */
-bool slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k);
+ * onto *discard (linked through list.next), for slab_discard_chain; true
+ * then. Else nothing is done (false): the caller links the chain and calls
+ * again (slab_free.c, "Whole slabs"). With a chain: true, discard unused. */
+bool slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k,
+		    struct pc_page **discard);
 /* Whether slab is full and unfrozen (on no list) with exactly k objects in
  * use; read racily, for a flush deciding whether to link a chain. */
 PC_INLINE bool slab_full_with(struct pc_page *slab, uint32_t k)

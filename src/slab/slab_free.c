@@ -149,13 +149,15 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
  * locked instructions which follow waited for) and no list_lock is taken:
  * one compare-and-swap checks the word atomically (slab_full_with's two
  * loads are a guess) and leaves it as a new slab's (every object fresh,
- * none in use), and the slab goes to the page allocator. A node that
+ * none in use), and the slab goes onto *discard, for the page allocator
+ * (slab_discard_chain, after the flush: the counts added once). A node that
  * keeps fewer than min_partial slabs gets it through the ordinary path
  * (free_chain lists it). A double free that free_chain would catch (a
  * chain longer than the objects in use) makes the word differ, and takes
  * that path.
  */
-PC_INLINE bool free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k)
+PC_INLINE bool free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k,
+			  struct pc_page **discard)
 {
 	pc_assert_internal(!s->debug);
 	struct pc_dword *w = slab_word(slab);
@@ -172,14 +174,16 @@ PC_INLINE bool free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k)
 	slab_stat_add(c, PC_SLAB_STAT_free_slowpath, k);
 	slab_stat_add(c, PC_SLAB_STAT_free_remote, k);
 	slab_stat(c, PC_SLAB_STAT_free_remove_partial);
-	slab_discard(s, slab);
+	slab->list.next = (struct pc_list *)(void *)*discard;
+	*discard = slab;
 	return true;
 }
 
-bool slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k)
+bool slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k,
+		    struct pc_page **discard)
 {
 	if (!head) /* inline here: this is in the text programs enter first */
-		return free_whole(s, slab, k);
+		return free_whole(s, slab, k, discard);
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_free_bulk);
 	free_chain(s, slab, head, tail, k);
 	return true;
