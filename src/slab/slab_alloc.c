@@ -73,17 +73,33 @@ static void cpu_freelist_publish(struct pc_cache_cpu *c, uint64_t tid, void *fl)
  * page's worth, at least this many. */
 #define FRESH_CHAIN_MIN 4
 
+/* Fresh objects of at least this size handed out into a sheaf are
+ * prefetched for writing (their first line): the program's first store
+ * into each is a miss (a whole slab's objects go back unwritten, barn.c
+ * "Whole slabs", and a new slab's were never touched), and the next slow
+ * path's locked instruction waited for those stores to complete (seed
+ * 002's Test A at 1-8 KiB, docs/sheaves.md); prefetched when the sheaf is
+ * filled, the misses overlap. Smaller objects share lines and pages, which
+ * the hardware prefetches. */
+#define FRESH_PREFETCH_SIZE 1024
+
 /* The k fresh objects of slab from index `first` on, just taken: each
  * constructed, then put into out[0..k), or, with out NULL, chained in
- * address order (the head returned). */
-static void *fresh_hand_out(struct pc_cache *s, struct pc_page *slab, uint32_t first, uint32_t k,
+ * address order (the head returned). Inline, as slab_take below: with the
+ * prefetch the compiler made it a function of its own, in the cold text,
+ * and every program faulted a window of that in (peak RSS +40-48 kB,
+ * bench_small and bench_larson). */
+PC_INLINE void *fresh_hand_out(struct pc_cache *s, struct pc_page *slab, uint32_t first, uint32_t k,
 			    void **out)
 {
 	char *obj = (char *)pc_page_address(slab) + (size_t)first * s->size;
 	void *head = obj;
+	bool prefetch = out && s->size >= FRESH_PREFETCH_SIZE;
 	for (uint32_t i = 0; i < k; i++, obj += s->size) {
 		if (s->ctor)
 			s->ctor(obj);
+		if (prefetch)
+			__builtin_prefetch(obj, 1, 3);
 		if (out)
 			out[i] = obj;
 		else
