@@ -219,6 +219,32 @@ PC_INLINE bool flush_counts(struct pc_cache *s)
 	return (uint32_t)pc_load_relaxed(&s->oo) <= FLUSH_WHOLE_OBJECTS;
 }
 
+/* The object at index i of the run to its chain; counted: f->counted, a
+ * constant in each of flush_sheaves' loops. */
+PC_INLINE void flush_add(struct flush *f, uint32_t i, const bool counted)
+{
+	void *obj = flush_obj(f, i);
+	struct flush_chain *ch = NULL;
+	for (unsigned j = 0; j < FLUSH_OPEN && !ch; j++)
+		if (chain_has(&f->open[j], obj))
+			ch = &f->open[j];
+	if (!ch)
+		ch = flush_chain_open(f, i);
+	/* The first copy of an object freed twice is its chain's latest
+	 * object already (a cycle otherwise). */
+	if (pc_unlikely((counted ? ch->last : ch->head) == obj))
+		pc_slab_double_free(f->s, obj);
+	ch->k++;
+	if (counted)
+		ch->last = obj;
+	if (!counted || !ch->whole) {
+		if (!ch->head)
+			ch->tail = obj;
+		slab_set_next(f->s, obj, ch->head);
+		ch->head = obj;
+	}
+}
+
 /*
  * The carry. In a burst of frees the sheaves that reach the slabs hold
  * halves of slabs: main and spare trade half a sheaf when main fills
@@ -259,26 +285,14 @@ flush_sheaves(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh, b
 			   .keep = keep,
 			   .counted = flush_counts(s) };
 	f.n = f.na + sh->count;
-	for (uint32_t i = 0; i < f.n; i++) {
-		void *obj = flush_obj(&f, i);
-		struct flush_chain *ch = NULL;
-		for (unsigned j = 0; j < FLUSH_OPEN && !ch; j++)
-			if (chain_has(&f.open[j], obj))
-				ch = &f.open[j];
-		if (!ch)
-			ch = flush_chain_open(&f, i);
-		/* The first copy of an object freed twice is its chain's
-		 * latest object already (a cycle otherwise). */
-		if (pc_unlikely(ch->last == obj))
-			pc_slab_double_free(s, obj);
-		ch->last = obj;
-		ch->k++;
-		if (!ch->whole) {
-			if (!ch->head)
-				ch->tail = obj;
-			slab_set_next(s, obj, ch->head);
-			ch->head = obj;
-		}
+	/* Two copies of the loop: without counted chains (small objects) it
+	 * is the plain one, a cycle per object cheaper at 256 B. */
+	if (f.counted) {
+		for (uint32_t i = 0; i < f.n; i++)
+			flush_add(&f, i, true);
+	} else {
+		for (uint32_t i = 0; i < f.n; i++)
+			flush_add(&f, i, false);
 	}
 	struct flush_chain *kept[FLUSH_OPEN];
 	unsigned nkept = 0;
