@@ -8,8 +8,8 @@
  * They have no sheaves themselves and are used through the slab fast path
  * directly, so making a sheaf never recurses into the sheaf slow paths.
  *
- * barn->lock protects the two lists, their counts and the bound (extra,
- * refused, low, charged) and nothing else: no other lock is taken under
+ * barn->lock protects the two lists, their counts, the bound (extra,
+ * refused, low, charged) and the carry, and nothing else: no other lock is taken under
  * it, and flushing a sheaf into the slabs happens after it is released.
  *
  * The bound. The full list of a barn holds at most slub.barn_sheaves +
@@ -117,8 +117,7 @@ void sheaf_free(struct pc_sheaf *sh)
  * with no more objects in use than the sheaf has left, may hold every
  * object in use of it (a burst of frees in allocation order: Test B): such
  * a chain is only counted, not linked, and when it closes with all of them
- * the slab goes back without a free pointer written (slab_free_bulk with
- * no chain); one
+ * the slab goes back without a free pointer written (slab_free_whole); one
  * that closes short is linked then, from the sheaf's array between its
  * first object and the one that closed it (the objects of its range there
  * are its own: one chain per slab is open at a time).
@@ -126,6 +125,8 @@ void sheaf_free(struct pc_sheaf *sh)
 #define FLUSH_OPEN 4
 #define FLUSH_MISSES 2 /* counted chains linked after all before a flush counts no more */
 #define FLUSH_WHOLE_OBJECTS 32 /* the most objects per slab for counted chains */
+
+void (*_Atomic pc_slab_flush_test_hook)(struct pc_cache *s, uint32_t i);
 
 struct flush_chain {
 	uintptr_t base, bytes; /* the slab's range; bytes 0: not open */
@@ -178,12 +179,12 @@ PC_INLINE void flush_chain_close(struct flush *f, struct flush_chain *ch, uint32
 {
 	if (!ch->bytes)
 		return;
-	if (!(ch->whole && slab_free_bulk(f->s, ch->slab, NULL, NULL, ch->k, &f->discard))) {
+	if (!(ch->whole && slab_free_whole(f->s, ch->slab, ch->k, &f->discard))) {
 		if (ch->whole) {
 			f->misses += end < f->n;
 			flush_chain_link(f, ch, end);
 		}
-		slab_free_bulk(f->s, ch->slab, ch->head, ch->tail, ch->k, NULL);
+		slab_free_bulk(f->s, ch->slab, ch->head, ch->tail, ch->k);
 	}
 	ch->bytes = 0;
 }
@@ -200,6 +201,9 @@ PC_INLINE struct flush_chain *flush_chain_open(struct flush *f, uint32_t i)
 	struct flush_chain *ch = &f->open[f->oldest];
 	f->oldest = (f->oldest + 1) % FLUSH_OPEN;
 	flush_chain_close(f, ch, i);
+	void (*hook)(struct pc_cache *, uint32_t) = pc_load_relaxed(&pc_slab_flush_test_hook);
+	if (pc_unlikely(hook != NULL))
+		hook(f->s, i); /* tests: another CPU acts between two chains */
 	uint32_t inuse = PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab)->word));
 	*ch = (struct flush_chain){ .base = (uintptr_t)pc_page_address(slab),
 				    .bytes = PC_PAGE_SIZE << pc_pg_order(slab),
@@ -263,6 +267,34 @@ PC_INLINE void flush_add(struct flush *f, uint32_t i, const bool counted)
  */
 
 /*
+ * The kept chains' objects (sh's part of the run, from each chain's first
+ * on) to sh's front, in their order (j <= i); sh->count set to how many.
+ * Only from a chain's own first: objects of its slab's range before that
+ * may have been another chain's, closed (evicted) and given back, and the
+ * slab full again when the kept one opened because another CPU's refill
+ * took back what that chain gave (review of slabfree, item 1: such an
+ * object carried too was a double free at the next flush).
+ */
+PC_INLINE void flush_keep(struct flush *f, struct pc_sheaf *sh, struct flush_chain **kept,
+			  unsigned nkept)
+{
+	uint32_t j = 0, from = f->n, want = 0;
+	for (unsigned c = 0; c < nkept; c++) {
+		from = PC_MIN(from, kept[c]->first);
+		want += kept[c]->k;
+	}
+	for (uint32_t i = from - f->na; nkept && i < sh->count; i++)
+		for (unsigned c = 0; c < nkept; c++)
+			if (f->na + i >= kept[c]->first && chain_has(kept[c], sh->objects[i])) {
+				sh->objects[j++] = sh->objects[i];
+				break;
+			}
+	pc_assert_internal(j == want); /* exactly the kept chains' objects */
+	(void)want;
+	sh->count = j;
+}
+
+/*
  * Flush carry's objects (carry may be NULL) and sh's as one run. With
  * keep, the chains opened in sh's part that may be whole but are short at
  * the end stay in sh (moved to its front, sh->count set to how many);
@@ -273,6 +305,8 @@ PC_INLINE void flush_add(struct flush *f, uint32_t i, const bool counted)
  * pattern .text.sheaf_flush_objects.*), and a function of its own would
  * fault in a window of the cold text (bench_small's peak RSS: 32-48 kB
  * more), while inlined in both callers it made that text 11 kB longer.
+ * The section attribute goes once tools/hot_text.py's list names
+ * flush_sheaves itself.
  */
 __attribute__((noinline, section(".text.sheaf_flush_objects.run"))) static void
 flush_sheaves(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh, bool keep)
@@ -296,26 +330,15 @@ flush_sheaves(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh, b
 	}
 	struct flush_chain *kept[FLUSH_OPEN];
 	unsigned nkept = 0;
-	uint32_t from = f.n;
 	for (unsigned j = 0; j < FLUSH_OPEN; j++) {
 		struct flush_chain *ch = &f.open[j];
 		if (keep && ch->bytes && ch->whole && ch->first >= f.na &&
-		    !slab_full_with(ch->slab, ch->k)) {
+		    !slab_full_with(ch->slab, ch->k))
 			kept[nkept++] = ch;
-			from = PC_MIN(from, ch->first);
-		} else {
+		else
 			flush_chain_close(&f, ch, f.n);
-		}
 	}
-	/* The kept chains' objects to sh's front, in their order: j <= i. */
-	uint32_t j = 0;
-	for (uint32_t i = from - f.na; nkept && i < sh->count; i++)
-		for (unsigned c = 0; c < nkept; c++)
-			if (chain_has(kept[c], sh->objects[i])) {
-				sh->objects[j++] = sh->objects[i];
-				break;
-			}
-	sh->count = j;
+	flush_keep(&f, sh, kept, nkept);
 	if (carry)
 		carry->count = 0;
 	slab_discard_chain(s, f.discard);

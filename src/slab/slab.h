@@ -237,8 +237,9 @@
  *                  threads that keep sheaves; a flusher holds it from its
  *                  first detach until the detached objects are in the
  *                  slabs; the slot locks' rank)
- *     -> barn->lock (per cache and node: its two lists; kind from lock.kind,
- *                  with statistics; nothing else is taken under it)
+ *     -> barn->lock (per cache and node: its two lists and its carry;
+ *                  kind from lock.kind, with statistics; nothing else is
+ *                  taken under it)
  *     -> c->lock  (per cache and CPU number: the CPU slab, the CPU partial
  *                  list, and every change of c->slab; a spinlock, held only
  *                  by slow paths)
@@ -453,7 +454,11 @@ struct pc_barn {
 	/* Objects of slabs a flush may find whole at the next one (barn.c,
 	 * "The carry"), or NULL. Changed under lock; atomic (relaxed) for a
 	 * racy peek: a stale value costs a lock round trip or a carry left
-	 * for the next flush or decay pass. */
+	 * for the next flush or decay pass. Bound: the objects of at most
+	 * FLUSH_OPEN (4) chains of slabs of at most 32 objects (barn.c), so
+	 * under 128 objects and 4 slabs held per cache and node; not charged
+	 * to slub.barn_max_kb, and kept with slub.barn_sheaves 0 too (a flush
+	 * from the barn is what makes one, wherever the bound is). */
 	struct pc_sheaf *_Atomic carry;
 	/* Written under lock; each <= slub.barn_sheaves. Atomic (relaxed) so
 	 * that barn_take may peek at them without the lock: a stale count only
@@ -1270,6 +1275,10 @@ void slab_discard(struct pc_cache *s, struct pc_page *slab);
  * counts are never below 0 and never below the slabs that existed through
  * the whole call (at most those made during it too). */
 void slab_counts(struct pc_cache *s, long *slabs, long *objects);
+/* Tests only (NULL = none): called by a flush (barn.c) each time it opens
+ * a chain, after closing the one it replaces, with the object's index in
+ * the run; no lock held. */
+extern void (*_Atomic pc_slab_flush_test_hook)(struct pc_cache *s, uint32_t i);
 /* Tests only (NULL = none): called by slab_counts between its two sums
  * (the slabs given back, then those made), with no lock held. */
 extern void (*_Atomic pc_slab_counts_test_hook)(struct pc_cache *s);
@@ -1288,15 +1297,15 @@ void slab_unfreeze_partials(struct pc_cache *s, struct pc_page *list);
 /* Free k objects of slab, chained head -> ... -> tail through their free
  * pointers, with one compare-and-swap of the slab word (slab_free_slow's
  * state changes for k frees at once). No lock held. */
-/* With head NULL, the free of k objects that are every object in use of a
- * full, unfrozen slab (a flushed chain), with no free pointer written:
- * when the slab is still so and its node keeps min_partial slabs already,
- * one compare-and-swap takes it (nobody else can reach it) and it goes
- * onto *discard (linked through list.next), for slab_discard_chain; true
- * then. Else nothing is done (false): the caller links the chain and calls
- * again (slab_free.c, "Whole slabs"). With a chain: true, discard unused. */
-bool slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k,
-		    struct pc_page **discard);
+void slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k);
+/* The free of k objects that are every object in use of a full, unfrozen
+ * slab (a flushed chain), with no free pointer written: when the slab is
+ * still so and its node keeps min_partial slabs already, one
+ * compare-and-swap takes it (nobody else can reach it) and it goes onto
+ * *discard (linked through list.next), for slab_discard_chain; true then.
+ * Else nothing is done (false): the caller links the chain for
+ * slab_free_bulk (slab_free.c, "Whole slabs"). No lock held. */
+bool slab_free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k, struct pc_page **discard);
 /* Whether slab is full and unfrozen (on no list) with exactly k objects in
  * use; read racily, for a flush deciding whether to link a chain. */
 PC_INLINE bool slab_full_with(struct pc_page *slab, uint32_t k)

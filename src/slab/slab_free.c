@@ -137,9 +137,8 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 	free_chain(s, slab, obj, obj, 1);
 }
 
-
 /*
- * Whole slabs: a flushed chain that holds every object in use of a full
+ * Whole slabs (slab_free_whole): a flushed chain that holds every object in use of a full
  * slab on no list (seed 002's Test B: a burst of frees in allocation order
  * empties slab after slab; barn.c counts such chains instead of linking
  * them). Nobody else can reach such a slab: it is on no list and no CPU's,
@@ -154,15 +153,21 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
  * keeps fewer than min_partial slabs gets it through the ordinary path
  * (free_chain lists it). A double free that free_chain would catch (a
  * chain longer than the objects in use) makes the word differ, and takes
- * that path.
+ * that path. In slab_free_bulk's section: that is in the text programs
+ * enter first (cmake/hot-text.ld), and a function of its own in the cold
+ * text costs a fault-around window of RSS in every program that flushes;
+ * the attribute goes once tools/hot_text.py's list names it.
  */
-PC_INLINE bool free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k,
-			  struct pc_page **discard)
+__attribute__((section(".text.slab_free_bulk.whole"))) bool
+slab_free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k, struct pc_page **discard)
 {
 	pc_assert_internal(!s->debug);
 	struct pc_dword *w = slab_word(slab);
 	uint64_t cnt = pc_load_relaxed(&w->word);
 	uint32_t objects = PC_SLAB_OBJECTS(cnt);
+	/* nr_partial read without list_lock (free_chain decides it under the
+	 * lock): a race only lets the node keep one slab more or fewer than
+	 * min_partial. */
 	if (!slab_full_with(slab, k) ||
 	    pc_load_relaxed(&slab_node(s, slab)->nr_partial) < slab_min_partial(s))
 		return false;
@@ -179,12 +184,8 @@ PC_INLINE bool free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k,
 	return true;
 }
 
-bool slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k,
-		    struct pc_page **discard)
+void slab_free_bulk(struct pc_cache *s, struct pc_page *slab, void *head, void *tail, uint32_t k)
 {
-	if (!head) /* inline here: this is in the text programs enter first */
-		return free_whole(s, slab, k, discard);
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_free_bulk);
 	free_chain(s, slab, head, tail, k);
-	return true;
 }
