@@ -63,7 +63,10 @@
  *   when the barn has none refills
  *   from (flushes to) the slabs in one batch: a refill takes c->lock once,
  *   a flush gives each slab's objects back as one chain with one
- *   compare-and-swap of the slab word (barn.c, slab_free_bulk).
+ *   compare-and-swap of the slab word (barn.c, slab_free_bulk), or, when
+ *   they are every object in use of a full slab on no list, the slab
+ *   itself with none of them written (barn.c, "Whole slabs"; a flush from
+ *   the barn keeps the chains that may become whole as its carry).
  *   Two fast paths, chosen once at start-up (slub.sheaf_mode reads it):
  *   rseq    per-CPU sheaves on glibc's rseq registration (os.h "per-CPU
  *           stacks on rseq"): push and pop are restartable sequences that
@@ -178,8 +181,8 @@
  *     slab none of whose objects is in use (or fewer than a flushed chain
  *     holds, or with the object, when it heads the chain, fresh: never
  *     handed out, so free already); a flushed sheaf object whose slab is
- *     gone or that heads its slab's chain already, and a CPU freelist
- *     longer than its slab, are reported.
+ *     gone or that is its slab's chain's latest object already, and a CPU
+ *     freelist longer than its slab, are reported.
  *   None of these reads can see a legitimately allocated object as free: it
  *   has been on no free list since its allocation, which happens before the
  *   free (C11 coherence; the rseq section reads its CPU's sheaf atomically).
