@@ -175,7 +175,8 @@ PC_INLINE void flush_chain_link(struct flush *f, struct flush_chain *ch, uint32_
 }
 
 /* Close ch, open before the object at index end. */
-PC_INLINE void flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t end)
+__attribute__((noinline, section(".text.sheaf_flush_objects.close"))) static void
+flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t end)
 {
 	if (!ch->bytes)
 		return;
@@ -363,7 +364,11 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 }
 
 /* Swap b's carry for `next` (NULL: take it); returns the old one. */
-PC_INLINE struct pc_sheaf *barn_carry_swap(struct pc_barn *b, struct pc_sheaf *next)
+/* barn_carry_swap, barn_carry_drop and barn_put_empty: out of line, in
+ * barn_put's section (the text programs enter first, cmake/hot-text.ld),
+ * so that their callers do not each carry a copy of them. */
+__attribute__((noinline, section(".text.barn_put.carry"))) static struct pc_sheaf *
+barn_carry_swap(struct pc_barn *b, struct pc_sheaf *next)
 {
 	if (!next && !pc_load_relaxed(&b->carry))
 		return NULL; /* racy peek: no carry, no lock */
@@ -375,7 +380,8 @@ PC_INLINE struct pc_sheaf *barn_carry_swap(struct pc_barn *b, struct pc_sheaf *n
 }
 
 /* Flush and free b's carry, if it has one. */
-PC_INLINE unsigned barn_carry_drop(struct pc_cache *s, struct pc_barn *b)
+__attribute__((noinline, section(".text.barn_put.drop"))) static unsigned
+barn_carry_drop(struct pc_cache *s, struct pc_barn *b)
 {
 	struct pc_sheaf *carry = barn_carry_swap(b, NULL);
 	if (!carry)
@@ -617,7 +623,8 @@ static bool barn_push(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh
 }
 
 /* An empty sheaf to b's empty list, or freed. */
-PC_INLINE void barn_put_empty(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh)
+__attribute__((noinline, section(".text.barn_put.empty"))) static void
+barn_put_empty(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh)
 {
 	if (sh->capacity == pc_load_relaxed(&s->sheaf_capacity) && barn_push(s, b, sh, false))
 		slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_barn_put);

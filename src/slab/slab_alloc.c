@@ -73,14 +73,16 @@ static void cpu_freelist_publish(struct pc_cache_cpu *c, uint64_t tid, void *fl)
  * page's worth, at least this many. */
 #define FRESH_CHAIN_MIN 4
 
-/* Fresh objects of at least this size handed out into a sheaf are
- * prefetched for writing (their first line): the program's first store
- * into each is a miss (a whole slab's objects go back unwritten, barn.c
- * "Whole slabs", and a new slab's were never touched), and the next slow
- * path's locked instruction waited for those stores to complete (seed
- * 002's Test A at 1-8 KiB, docs/sheaves.md); prefetched when the sheaf is
- * filled, the misses overlap. Smaller objects share lines and pages, which
- * the hardware prefetches. */
+/* A new slab's objects of at least this size handed out into a sheaf
+ * (refill_new) are prefetched for writing (their first line): the
+ * program's first store into each is a miss (a new slab's were never
+ * touched, and a whole slab's objects go back unwritten, barn.c "Whole
+ * slabs"), and the next slow path's locked instruction waited for those
+ * stores to complete (seed 002's Test A at 1-8 KiB, docs/sheaves.md);
+ * prefetched when the sheaf is filled, the misses overlap. Smaller objects
+ * share lines and pages, which the hardware prefetches. Only there: in
+ * fresh_hand_out, inlined four times, it made the text that programs
+ * enter first too long (cmake/hot-text.ld). */
 #define FRESH_PREFETCH_SIZE 1024
 
 /* The k fresh objects of slab from index `first` on, just taken: each
@@ -94,12 +96,9 @@ PC_INLINE void *fresh_hand_out(struct pc_cache *s, struct pc_page *slab, uint32_
 {
 	char *obj = (char *)pc_page_address(slab) + (size_t)first * s->size;
 	void *head = obj;
-	bool prefetch = out && s->size >= FRESH_PREFETCH_SIZE;
 	for (uint32_t i = 0; i < k; i++, obj += s->size) {
 		if (s->ctor)
 			s->ctor(obj);
-		if (prefetch)
-			__builtin_prefetch(obj, 1, 3);
 		if (out)
 			out[i] = obj;
 		else
@@ -309,7 +308,10 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, struct pc_cache_cpu 
 }
 
 /* An empty slab counted gone already: its pages back to the page allocator. */
-PC_INLINE void slab_give_back(struct pc_cache *s, struct pc_cache_cpu *c, struct pc_page *slab)
+/* Out of line in slab_discard's section (the text programs enter first,
+ * cmake/hot-text.ld): slab_discard and slab_discard_chain share it. */
+__attribute__((noinline, section(".text.slab_discard.give_back"))) static void
+slab_give_back(struct pc_cache *s, struct pc_cache_cpu *c, struct pc_page *slab)
 {
 	unsigned order = pc_pg_order(slab);
 	/* free's fast path takes a page with a non-zero slot_objects for a
@@ -487,6 +489,9 @@ PC_INLINE void *refill_new(struct pc_cache *s, struct pc_cache_cpu *c, unsigned 
 	if (!whole)
 		pc_store_relaxed(&c->slab, slab);
 	*n = k;
+	if (out && s->size >= FRESH_PREFETCH_SIZE) /* a new slab's: never touched */
+		for (uint32_t i = 0; i < k; i++)
+			__builtin_prefetch((char *)pc_page_address(slab) + (size_t)i * s->size, 1, 3);
 	return fresh_hand_out(s, slab, 0, k, out);
 }
 
