@@ -12,7 +12,14 @@
 #    functions it names are gone (renamed, inlined); each one gone is
 #    reported (rerun tools/hot_text.py), but a few only cost pages;
 #  - with relr=1 (the linker took -z pack-relative-relocs), the relative
-#    relocations are packed (DT_RELR).
+#    relocations are packed (DT_RELR);
+#  - the start-up's variables marked PC_STARTUP_DATA (src/os/os.h) lie in
+#    .data, each on pages that a dynamic relocation writes (the loader's
+#    writes fault them in anyway, so they cost no fault of their own;
+#    docs/footprint.md, "2026-11-24 night, helper startup", item 5): their
+#    names are the objects of section .data.pc_startup in libpcmalloc.a
+#    beside the library, their places the library's symbols, the pages the
+#    offsets `readelf -r` lists (.rela.dyn and, decoded, .relr.dyn).
 #
 # Usage: hot-text.sh LIBPCMALLOC_SO HOT_TEXT_LD relr=0|1 window=0|1
 # Prints "N passed, N failed"; exits 1 when any check fails.
@@ -65,6 +72,38 @@ done
 if [ "$gone" -le 10 ]; then ok; else
 	bad "$gone functions of cmake/hot-text.ld are gone: rerun tools/hot_text.py"
 fi
+
+# PC_STARTUP_DATA: in .data, on pages that relocations write.
+archive=$(dirname "$lib")/libpcmalloc.a
+names=$(objdump -t "$archive" 2>/dev/null | awk '/ O \.data\.pc_startup\t/ { print $NF }' | sort -u)
+if [ -n "$names" ]; then ok; else bad "no PC_STARTUP_DATA variable in $archive (objdump -t)"; fi
+set -- $(readelf -SW "$lib" | sed -n 's/.* \.data  *PROGBITS  *\([0-9a-f]*\) [0-9a-f]* \([0-9a-f]*\).*/\1 \2/p')
+dstart=$((0x${1:-0})) dend=$((0x${1:-0} + 0x${2:-0}))
+# 4 KiB pages holding a relocation's target: the offsets less their last
+# three hex digits, leading zeroes dropped.
+relpages=$(readelf -rW "$lib" | awk '$1 ~ /^[0-9a-f]+$/ && length($1) >= 8 { print substr($1, 1, length($1) - 3) }' |
+	   sed 's/^0*//' | sort -u)
+syms=$(nm -S --defined-only "$lib")
+for n in $names; do
+	places=$(echo "$syms" | awk -v n="$n" 'NF == 4 && $4 == n { print $1 ":" $2 }')
+	[ -n "$places" ] || bad "PC_STARTUP_DATA $n is not in $lib"
+	for place in $places; do
+		a=$((0x${place%%:*})) z=$((0x${place#*:}))
+		if [ "$a" -lt "$dstart" ] || [ $((a + z)) -gt "$dend" ]; then
+			bad "PC_STARTUP_DATA $n ($(printf 0x%x "$a")) is not in .data"
+			continue
+		fi
+		p=$((a >> 12)) written=1
+		while [ "$p" -le $(((a + z - 1) >> 12)) ]; do
+			if ! echo "$relpages" | grep -qx "$(printf %x "$p")"; then
+				bad "PC_STARTUP_DATA $n ($(printf 0x%x "$a")) is on a page no relocation writes ($(printf 0x%x $((p << 12)))): it costs a fault of its own (src/os/os.h)"
+				written=0
+			fi
+			p=$((p + 1))
+		done
+		[ "$written" = 0 ] || ok
+	done
+done
 
 if [ "$relr" = relr=1 ]; then
 	if readelf -dW "$lib" | grep -q '(RELR)'; then ok; else bad "$lib has no DT_RELR"; fi
