@@ -9,11 +9,13 @@
  *
  * Owns: threads (the registry list) and threads_lock, a pc_mutex that
  * protects the list and the records' flusher fields (settled, walked,
- * fence_seq, walk_seq), held by a flusher whenever it looks at a record (so
- * a record cannot leave, nor its thread's memory go, meanwhile) but dropped
- * while it waits for another thread's fast path (wait_fast_paths: a fork's
- * prefork, which takes threads_lock, must not wait for a preempted thread,
- * nor for a whole trim); fence_mode, written
+ * walk_at, walk_next, decay_sig, fence_seq, walk_seq), held by a flusher
+ * whenever it looks at a record (so a record cannot leave, nor its thread's
+ * memory go, meanwhile) but dropped by every flush while it waits for
+ * another thread's fast path (wait_fast_paths: a fork's prefork, which takes
+ * threads_lock, must not wait for a preempted thread, nor for a whole trim;
+ * nor must a thread that starts or exits, which joins or leaves under it);
+ * fence_mode, written
  * once by sheaf_threads_init (inside slab_init's pc_once); per thread: self,
  * this thread's record, linked while it keeps sheaves.
  * Lock order: threads_lock has the slot locks' rank (it stands for them in
@@ -40,8 +42,11 @@ struct sheaf_thread {
 	uint64_t decay_sig[PC_THREAD_SHEAVES];
 	/* Under threads_lock: the last fence (fence_seq) after which a flusher
 	 * saw this thread's busy flag clear, and the last flush (walk_seq)
-	 * that walked all of its entries. 0 in a new thread's record. */
-	uint64_t settled, walked;
+	 * that walked all of its entries; the flush walk_at looked at its
+	 * entries below walk_next (a walk that starts again after a drop
+	 * resumes there). 0 in a new thread's record. */
+	uint64_t settled, walked, walk_at;
+	unsigned walk_next;
 };
 
 static struct pc_mutex threads_lock;
@@ -53,9 +58,10 @@ static uint64_t fence_seq, walk_seq; /* under threads_lock */
  * stacks; a fork child takes them over, see sheaf_threads_postfork_child). */
 static unsigned flushes_in_flight;
 static struct pc_list parked = { &parked, &parked };
-/* This thread's flush is one of them (a signal handler that interrupted it
- * must not wait for it). */
-static __thread bool flush_in_flight_mine PC_TLS;
+/* How many of them are this thread's (a signal handler's flush that
+ * interrupted one must not wait for it: a count, as the handler's own flush
+ * may be in flight for a while too). */
+static __thread unsigned flushes_in_flight_mine PC_TLS;
 static __thread struct sheaf_thread self PC_TLS;
 
 _Atomic bool pc_sheaf_test_no_fence;
@@ -139,7 +145,6 @@ racy_count(const struct pc_sheaf *sh)
 struct flush_batch {
 	struct pc_list link; /* on parked while its flusher waits, lock dropped */
 	bool fence; /* other threads' sheaves are among them */
-	bool may_drop; /* wait_fast_paths may drop threads_lock */
 	unsigned n;
 	struct pc_cache *cache[FLUSH_BATCH];
 	struct pc_sheaf *sheaf[FLUSH_BATCH];
@@ -150,9 +155,9 @@ struct flush_batch {
  * Wait (after the membarrier) until every other registered thread has been
  * seen with its busy flag clear: each fast path (or thread-mode slow path)
  * that may have read a detached entry has then ended. Called and returns
- * with threads_lock held; with b->may_drop, it drops the lock while it
- * yields (b on parked meanwhile),
- * so that a fork (whose prefork takes it) or a thread that exits never
+ * with threads_lock held; it drops the lock while it yields (b on parked
+ * meanwhile), so that a fork (whose prefork takes it) or a thread that
+ * starts or exits never
  * waits for another thread's fast path through us, and returns true if it
  * did (the caller's walk of the list must start again: its record may be
  * gone). Sound across the drop: a record that left belongs to a thread no
@@ -178,22 +183,19 @@ again:
 		 * locks that a flusher does not hold while it waits (barn,
 		 * c->lock, list_lock, page locks); only preemption (or a signal
 		 * handler that blocks, against POSIX) makes it last. */
-		while (__atomic_load_n(t->busy, __ATOMIC_ACQUIRE) != 0) {
-			if (b->may_drop) {
-				flushes_in_flight++;
-				flush_in_flight_mine = true;
-				pc_list_add(&b->link, &parked);
-				pc_mutex_unlock(&threads_lock);
-				flush_wait_test_hook(false);
-				os_yield();
-				pc_mutex_lock(&threads_lock);
-				pc_list_del(&b->link);
-				flush_in_flight_mine = false;
-				flushes_in_flight--;
-				dropped = true;
-				goto again;
-			}
+		if (__atomic_load_n(t->busy, __ATOMIC_ACQUIRE) != 0) {
+			flushes_in_flight++;
+			flushes_in_flight_mine++;
+			pc_list_add(&b->link, &parked);
+			pc_mutex_unlock(&threads_lock);
+			flush_wait_test_hook(false);
 			os_yield();
+			pc_mutex_lock(&threads_lock);
+			pc_list_del(&b->link);
+			flushes_in_flight_mine--;
+			flushes_in_flight--;
+			dropped = true;
+			goto again;
 		}
 		t->settled = seq;
 	}
@@ -254,17 +256,17 @@ static bool entry_idle(struct sheaf_thread *t, unsigned i)
 
 /* Detach (and flush) every live thread's sheaf of `only` (NULL: every
  * cache); with idle_only, only the entries the decay finds idle. Returns
- * the sheaves flushed. A flush of every cache (a trim, the out-of-memory
- * retry) lets threads_lock go while it waits for fast paths
- * (wait_fast_paths); its walk then starts again from the head, skipping
- * the records it walked whole (walked == this flush's walk_seq): entries
- * it took already read none, so a record walked again in part gives up
- * nothing twice. The decay does not (its two looks at an entry must stay a
- * pass apart), nor a flush of one cache (pc_cache_shrink, destroy, a
- * capacity change: a fork waits for those through slab_mutex anyway), which
- * instead waits, the lock dropped, until no flush that dropped it has
- * sheaves in flight: a destroy then finds every object of its cache back
- * in the slabs, as when threads_lock was held through every wait. */
+ * the sheaves flushed. Every flush (a trim, the out-of-memory retry, the
+ * decay, a flush of one cache) lets threads_lock go while it waits for fast
+ * paths (wait_fast_paths); its walk then starts again from the head,
+ * skipping the records it walked whole (walked == this flush's walk_seq)
+ * and resuming a record walked in part after the last entry it looked at
+ * (walk_at, walk_next): each entry is looked at once per flush, so the
+ * decay's two looks at an entry stay a pass apart (entry_idle). A flush of
+ * one cache (pc_cache_shrink, destroy, a capacity change) then also waits,
+ * the lock dropped, until no other flush that dropped it has sheaves in
+ * flight: a destroy finds every object of its cache back in the slabs, as
+ * when threads_lock was held through every wait. */
 static unsigned threads_flush(struct pc_cache *only, bool idle_only)
 {
 	if (sheaf_mode_get() != PC_SHEAF_MODE_THREAD)
@@ -273,7 +275,7 @@ static unsigned threads_flush(struct pc_cache *only, bool idle_only)
 	 * path must not take the sheaf that path holds, nor wait for it. */
 	bool own = __atomic_load_n(&pc_thread_sheaf_busy, __ATOMIC_RELAXED) == 0;
 	bool others = can_fence();
-	struct flush_batch b = { .fence = others, .may_drop = !only && !idle_only, .n = 0 };
+	struct flush_batch b = { .fence = others, .n = 0 };
 	unsigned flushed = 0;
 	bool dropped = false;
 	pc_mutex_lock(&threads_lock);
@@ -284,10 +286,13 @@ again:
 		struct sheaf_thread *t = pc_list_entry(it, struct sheaf_thread, link);
 		if ((t == &self ? !own : !others) || t->walked == walk)
 			continue;
-		for (unsigned i = 1; i < PC_THREAD_SHEAVES; i++) {
+		for (unsigned i = t->walk_at == walk ? t->walk_next : 1; i < PC_THREAD_SHEAVES; i++) {
 			struct pc_cache *s = sheaf_thread_cache(i);
-			if (s && (!only || s == only) && (!idle_only || entry_idle(t, i)))
+			if (s && (!only || s == only) && (!idle_only || entry_idle(t, i))) {
+				t->walk_at = walk; /* a drop below resumes after entry i */
+				t->walk_next = i + 1;
 				flushed += detach_one(&b, t, s, i, &dropped);
+			}
 			if (dropped) { /* t may be gone: start again */
 				dropped = false;
 				goto again;
@@ -296,7 +301,7 @@ again:
 		t->walked = walk;
 	}
 	batch_settle(&b); /* without others' sheaves no fence is needed */
-	while (only && flushes_in_flight > (unsigned)flush_in_flight_mine) {
+	while (only && flushes_in_flight > flushes_in_flight_mine) {
 		pc_mutex_unlock(&threads_lock);
 		flush_wait_test_hook(true);
 		os_yield();
@@ -390,7 +395,7 @@ void sheaf_threads_postfork_child(void)
 		pc_list_add(&b->link, &orphan_batches);
 	}
 	flushes_in_flight = 0;
-	flush_in_flight_mine = false;
+	flushes_in_flight_mine = 0;
 	pc_list_init(&orphans);
 	while (threads.next != &threads) {
 		struct sheaf_thread *t = pc_list_entry(threads.next, struct sheaf_thread, link);
