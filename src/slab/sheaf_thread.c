@@ -9,7 +9,7 @@
  *
  * Owns: threads (the registry list) and threads_lock, a pc_mutex that
  * protects the list and the records' flusher fields (settled, walked,
- * walk_at, walk_next, decay_sig, fence_seq, walk_seq), held by a flusher
+ * decay_sig, decay_at, decay_next, fence_seq, walk_seq), held by a flusher
  * whenever it looks at a record (so a record cannot leave, nor its thread's
  * memory go, meanwhile) but dropped by every flush while it waits for
  * another thread's fast path (wait_fast_paths: a fork's prefork, which takes
@@ -38,15 +38,17 @@ struct sheaf_thread {
 	unsigned char *busy;            /* its pc_thread_sheaf_busy */
 	bool linked;                    /* owner only (and fork's child) */
 	/* Under threads_lock: the decay's last look at each entry (its sheaf
-	 * and count; 0 for none). */
+	 * and count; 0 for none); the decay walk (walk_seq) that looked at its
+	 * entries below decay_next (written by the decay only, one at a time
+	 * under slab_mutex: a decay walk that starts again after a drop
+	 * resumes there, so that no entry gets two looks in one pass). */
 	uint64_t decay_sig[PC_THREAD_SHEAVES];
+	uint64_t decay_at;
+	unsigned decay_next;
 	/* Under threads_lock: the last fence (fence_seq) after which a flusher
 	 * saw this thread's busy flag clear, and the last flush (walk_seq)
-	 * that walked all of its entries; the flush walk_at looked at its
-	 * entries below walk_next (a walk that starts again after a drop
-	 * resumes there). 0 in a new thread's record. */
-	uint64_t settled, walked, walk_at;
-	unsigned walk_next;
+	 * that walked all of its entries. 0 in a new thread's record. */
+	uint64_t settled, walked;
 };
 
 static struct pc_mutex threads_lock;
@@ -259,10 +261,13 @@ static bool entry_idle(struct sheaf_thread *t, unsigned i)
  * the sheaves flushed. Every flush (a trim, the out-of-memory retry, the
  * decay, a flush of one cache) lets threads_lock go while it waits for fast
  * paths (wait_fast_paths); its walk then starts again from the head,
- * skipping the records it walked whole (walked == this flush's walk_seq)
- * and resuming a record walked in part after the last entry it looked at
- * (walk_at, walk_next): each entry is looked at once per flush, so the
- * decay's two looks at an entry stay a pass apart (entry_idle). A flush of
+ * skipping the records it walked whole (walked == this flush's walk_seq):
+ * entries it took already read none, so a record walked again in part
+ * gives up nothing twice. The decay resumes a record after the last entry
+ * it looked at (decay_at, decay_next: its own, since a trim running
+ * meanwhile rewrites walked) instead: looked at twice in one pass, an
+ * entry unchanged only for the length of the wait would be taken as idle
+ * (entry_idle: two looks a pass apart). A flush of
  * one cache (pc_cache_shrink, destroy, a capacity change) then also waits,
  * the lock dropped, until no other flush that dropped it has sheaves in
  * flight: a destroy finds every object of its cache back in the slabs, as
@@ -286,13 +291,15 @@ again:
 		struct sheaf_thread *t = pc_list_entry(it, struct sheaf_thread, link);
 		if ((t == &self ? !own : !others) || t->walked == walk)
 			continue;
-		for (unsigned i = t->walk_at == walk ? t->walk_next : 1; i < PC_THREAD_SHEAVES; i++) {
+		for (unsigned i = idle_only && t->decay_at == walk ? t->decay_next : 1;
+		     i < PC_THREAD_SHEAVES; i++) {
 			struct pc_cache *s = sheaf_thread_cache(i);
-			if (s && (!only || s == only) && (!idle_only || entry_idle(t, i))) {
-				t->walk_at = walk; /* a drop below resumes after entry i */
-				t->walk_next = i + 1;
-				flushed += detach_one(&b, t, s, i, &dropped);
+			if (idle_only) { /* entry i looked at: after a drop, resume past it */
+				t->decay_at = walk;
+				t->decay_next = i + 1;
 			}
+			if (s && (!only || s == only) && (!idle_only || entry_idle(t, i)))
+				flushed += detach_one(&b, t, s, i, &dropped);
 			if (dropped) { /* t may be gone: start again */
 				dropped = false;
 				goto again;

@@ -17,6 +17,16 @@
  *  shrink_drops_lock  T calls pc_cache_shrink(x) (a flush of one cache).
  *  decay_drops_lock   T runs the decay's second pass: the first (the main
  *                     thread's) noted B's entry, the second finds it idle.
+ *  decay_resumes_record  the decay's walk, started again after such a
+ *                     wait, resumes a record after the last entry it looked
+ *                     at: thread D holds sheaves of 34 caches; after the
+ *                     first pass D changes the entry of the first (K); the
+ *                     second pass (T) looks at K (changed: kept), takes the
+ *                     idle ones until its batch of 32 is full and waits
+ *                     for B. Walked again from D's first entry, K would
+ *                     get a second look in the same pass and be taken as
+ *                     idle (checked: with the walk restarted at entry 1 it
+ *                     is); K must keep its sheaf.
  *
  * Until 2026-11-25 both held threads_lock through the wait: the hook was
  * never called, T never returned, and the alarm failed the test (checked).
@@ -94,8 +104,9 @@ static void *newcomer(void *arg)
 }
 
 /* B parks; first() (the decay's first look, or nothing) runs; T runs
- * flusher and is held waiting for B; C starts and exits; all let go. */
-static void run_case(void *(*flusher)(void *), void (*first)(void))
+ * flusher and is held waiting for B; C starts and exits; all let go.
+ * False where flushes take no other thread's sheaves (no membarrier). */
+static bool run_case(void *(*flusher)(void *), void (*first)(void))
 {
 	atomic_store(&b_ready, 0);
 	atomic_store(&b_release, 0);
@@ -128,6 +139,7 @@ static void run_case(void *(*flusher)(void *), void (*first)(void))
 	else
 		CHECK(atomic_load(&waits) >= 1);
 	CHECK_EQ(pc_cache_check(x_cache), 0); /* every object of x back in the slabs */
+	return fenced;
 }
 
 static void decay_first_look(void)
@@ -143,6 +155,74 @@ TEST(shrink_drops_lock)
 TEST(decay_drops_lock)
 {
 	run_case(decayer, decay_first_look);
+}
+
+/* ---- decay_resumes_record ---------------------------------------------------- */
+#define D_CACHES 34 /* K and 33 idle: the batch (32) fills inside D's record */
+static struct pc_cache *d_caches[D_CACHES];
+static pc_sheaf_entry *_Atomic d_entries;
+static _Atomic int d_step; /* 1: sheaves made; 2: change K (main); 3: changed; 4: end */
+static void *d_kept;
+
+static void *holder_of_many(void *arg)
+{
+	(void)arg;
+	for (int k = 0; k < D_CACHES; k++) {
+		void *o[2];
+		for (int i = 0; i < 2; i++)
+			REQUIRE((o[i] = pc_cache_alloc(d_caches[k])) != NULL);
+		for (int i = 0; i < 2; i++)
+			pc_cache_free(d_caches[k], o[i]);
+	}
+	atomic_store(&d_entries, pc_thread_sheaves);
+	atomic_store(&d_step, 1);
+	while (atomic_load(&d_step) != 2)
+		sched_yield();
+	REQUIRE((d_kept = pc_cache_alloc(d_caches[0])) != NULL); /* K's entry changes */
+	atomic_store(&d_step, 3);
+	while (atomic_load(&d_step) != 4)
+		sched_yield();
+	pc_cache_free(d_caches[0], d_kept);
+	return NULL;
+}
+
+TEST(decay_resumes_record)
+{
+	char name[32];
+	for (int k = 0; k < D_CACHES; k++) {
+		snprintf(name, sizeof(name), "flush-drop-d%d", k);
+		REQUIRE((d_caches[k] = pc_cache_create(name, 64 + 16 * (size_t)k, 0, NULL)) != NULL);
+		if (d_caches[k]->tindex == 0) {
+			fprintf(stderr, "  no thread-sheaf index left: skipped\n");
+			return;
+		}
+		REQUIRE(k == 0 || d_caches[k]->tindex > d_caches[0]->tindex); /* K looked at first */
+	}
+	atomic_store(&d_step, 0);
+	pthread_t d;
+	REQUIRE(pthread_create(&d, NULL, holder_of_many, NULL) == 0);
+	while (atomic_load(&d_step) != 1)
+		sched_yield();
+	pc_slab_decay_pass(); /* the first look at D's entries */
+	atomic_store(&d_step, 2);
+	while (atomic_load(&d_step) != 3)
+		sched_yield();
+	pc_sheaf_entry *k_entry = &atomic_load(&d_entries)[d_caches[0]->tindex];
+	REQUIRE(__atomic_load_n(k_entry, __ATOMIC_ACQUIRE) != &pc_sheaf_none);
+	if (run_case(decayer, NULL)) { /* the second pass, held in its wait for B */
+		CHECK(__atomic_load_n(k_entry, __ATOMIC_ACQUIRE) != &pc_sheaf_none); /* K kept */
+		unsigned taken = 0;
+		for (int k = 1; k < D_CACHES; k++)
+			taken += __atomic_load_n(&atomic_load(&d_entries)[d_caches[k]->tindex],
+						 __ATOMIC_ACQUIRE) == &pc_sheaf_none;
+		CHECK_EQ(taken, D_CACHES - 1); /* the idle ones all taken */
+	}
+	atomic_store(&d_step, 4);
+	REQUIRE(pthread_join(d, NULL) == 0);
+	for (int k = 0; k < D_CACHES; k++) {
+		CHECK_EQ(pc_cache_check(d_caches[k]), 0);
+		CHECK_EQ(pc_cache_destroy(d_caches[k]), 0);
+	}
 }
 
 static void on_alarm(int sig)
@@ -175,6 +255,7 @@ int main(void)
 	atomic_store(&pc_sheaf_flush_wait_test_hook, on_wait);
 	RUN(shrink_drops_lock);
 	RUN(decay_drops_lock);
+	RUN(decay_resumes_record);
 	atomic_store(&pc_sheaf_flush_wait_test_hook, NULL);
 	CHECK_EQ(pc_cache_destroy(x_cache), 0);
 	CHECK_EQ(pc_cache_destroy(y_cache), 0);
