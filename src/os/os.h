@@ -393,7 +393,7 @@ bool pc_life_is_registered(const char *name);
  * own, where in .bss the first read of an untouched page maps the zero
  * page and the first write faults again, two faults and a page of RSS for
  * a few bytes (docs/footprint.md, "2026-11-24 night, helper startup").
- * A fact of the layout, checked by tests/hot-text.sh: should .data grow
+ * That is a fact of the layout, checked by nothing: should .data grow
  * past the table, check with `nm -n` and `readelf -S` that the
  * .data.pc_startup variables still lie within the table's pages. Small
  * scalars only: what is added here moves the .bss behind it.
