@@ -80,8 +80,14 @@ if [ -n "$names" ]; then ok; else bad "no PC_STARTUP_DATA variable in $archive (
 set -- $(readelf -SW "$lib" | sed -n 's/.* \.data  *PROGBITS  *\([0-9a-f]*\) [0-9a-f]* \([0-9a-f]*\).*/\1 \2/p')
 dstart=$((0x${1:-0})) dend=$((0x${1:-0} + 0x${2:-0}))
 # 4 KiB pages holding a relocation's target: the offsets less their last
-# three hex digits, leading zeroes dropped.
-relpages=$(readelf -rW "$lib" | awk '$1 ~ /^[0-9a-f]+$/ && length($1) >= 8 { print substr($1, 1, length($1) - 3) }' |
+# three hex digits, leading zeroes dropped. The offset is the first field
+# of a .rela.dyn line and of binutils 2.40's .relr.dyn lines (one address
+# each), the third of binutils 2.42's indexed .relr.dyn rows ("0001:
+# <bitmap> <address> ...", their continuations an address first); never
+# another field (r_info, symbol values).
+relpages=$(readelf -rW "$lib" |
+	   awk '$1 ~ /^[0-9a-f]+:$/ { a = $3 } $1 ~ /^[0-9a-f]+$/ && length($1) >= 8 { a = $1 }
+		a ~ /^[0-9a-f]+$/ && length(a) >= 8 { print substr(a, 1, length(a) - 3) } { a = "" }' |
 	   sed 's/^0*//' | sort -u)
 syms=$(nm -S --defined-only "$lib")
 for n in $names; do
