@@ -404,9 +404,12 @@ static void *medium_refill(size_t pages)
  * miss, or such a program would pay a failed mmap per medium malloc: the
  * next PC_MEDIUM_START_BACKOFF misses only count down, and a decay pass
  * (medium_decay: the release thread's) ends the wait early. Relaxed load
- * and store, no read-modify-write: a decrement lost to a race delays the
- * try by a miss; threads that read 0 together all call medium_start, whose
- * pc_once runs one mapping and hands its failure to the others.
+ * and store, no read-modify-write, so racing misses can lose decrements
+ * (a later try) or store a stale count over the back-off a failed try just
+ * set (an earlier one), and threads that read 0 together each call
+ * medium_start (pc_once hands a running mapping's failure to those that
+ * arrive meanwhile; one that comes after maps again): a few more tries per
+ * thread and per back-off, each one mmap, never one per miss.
  */
 static _Atomic uint32_t medium_start_wait; /* misses left before the next try */
 
