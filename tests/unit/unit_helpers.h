@@ -84,6 +84,13 @@ static inline bool pin_cpu(unsigned n)
 	return os_cpu_current() == (unsigned)cpu;
 }
 
+/* Let the calling thread run on every CPU of the initial mask again (and
+ * on no other: a test under `taskset -c 1` stays off the CPUs it excluded). */
+static inline void unpin_cpus(void)
+{
+	(void)sched_setaffinity(0, sizeof(test_cpus_allowed), &test_cpus_allowed);
+}
+
 /* Pin to the first CPU of the initial mask (test_cpu(0)), or say on stderr
  * that the caller skips (the pin failed) and return false:
  * `if (!pin_cpu0_or_skip()) return ...;`. */

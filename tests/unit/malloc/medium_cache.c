@@ -601,15 +601,6 @@ static long run_workers(struct worker *w, unsigned n)
 	return bad;
 }
 
-static void unpin(void)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	for (unsigned c = 0; c < os_cpu_count(); c++)
-		CPU_SET(c, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static size_t bound_all_cpus(void)
 {
 	size_t most = 0;
@@ -620,7 +611,7 @@ static size_t bound_all_cpus(void)
 
 TEST(threads_migrate)
 {
-	unpin();
+	unpin_cpus();
 	static struct worker w[32];
 	unsigned n = scaled(32, 4);
 	for (unsigned i = 0; i < n; i++)
@@ -634,7 +625,7 @@ TEST(threads_migrate)
 
 TEST(tunable_live)
 {
-	unpin();
+	unpin_cpus();
 	static struct worker w[8];
 	static _Atomic bool stop;
 	pc_store_relaxed(&stop, false);
@@ -697,7 +688,7 @@ static int fork_child(void)
 
 TEST(fork_during)
 {
-	unpin();
+	unpin_cpus();
 	static struct worker w[6];
 	static _Atomic bool stop;
 	pc_store_relaxed(&stop, false);
@@ -723,7 +714,7 @@ TEST(fork_during)
 
 TEST(thread_churn)
 {
-	unpin();
+	unpin_cpus();
 	pc_trim();
 	for (unsigned round = 0; round < scaled(50, 5); round++) {
 		struct worker w[4];
@@ -790,7 +781,7 @@ static void *late_thread(void *arg)
 
 TEST(free_after_exit)
 {
-	unpin();
+	unpin_cpus();
 	pc_trim();
 	REQUIRE(pthread_key_create(&late_key, late_free) == 0);
 	for (int i = 0; i < 20; i++) {

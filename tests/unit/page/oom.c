@@ -28,15 +28,6 @@
 
 #define INJECT_ALL UINT_MAX
 
-static void unpin(void)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	for (unsigned c = 0; c < os_cpu_count() && c < CPU_SETSIZE; c++)
-		CPU_SET(c, &set);
-	(void)sched_setaffinity(0, sizeof(set), &set);
-}
-
 static size_t managed_total(void)
 {
 	size_t n = 0;
@@ -266,7 +257,7 @@ TEST(order0_exhaustion)
 	os_inject_map_failures(0, 0);
 	pc_page_drain_all();
 	check_coalesced(true);
-	unpin();
+	unpin_cpus();
 }
 
 /* ---- growth refused while other threads of work remain ------------------------ */

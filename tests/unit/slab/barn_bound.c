@@ -365,11 +365,7 @@ static void *live_body(void *arg)
 
 TEST(threads_live)
 {
-	cpu_set_t all; /* the threads may run anywhere (the tests above pinned us) */
-	CPU_ZERO(&all);
-	for (unsigned c = 0; c < os_cpu_count(); c++)
-		CPU_SET(c, &all);
-	sched_setaffinity(0, sizeof(all), &all);
+	unpin_cpus(); /* the threads may run anywhere (the tests above pinned us) */
 	live = make("bb-live", 1024);
 	pthread_t t[THREADS];
 	for (uintptr_t i = 0; i < THREADS; i++)
