@@ -24,8 +24,9 @@
  * locks), never a barn lock. Nothing takes it with a slab lock held: a
  * thread joins from the start of a slow path and leaves from its exit
  * handler, and never takes it under its busy flag (it joins before it sets
- * the flag), so a flusher that waits for a busy flag under it closes no
- * cycle.
+ * the flag), so a thread inside a fast path never waits for a flusher;
+ * and no flusher waits for a busy flag holding it (wait_fast_paths drops
+ * it), so neither waits for the other through it.
  */
 #include "slab.h"
 
