@@ -28,8 +28,10 @@ if [ -n "$text" ]; then ok; else bad "$lib has no R+X segment"; fi
 window=$((${text:-0} / 4096 * 4096 + 65536))
 if [ "$inwindow" = window=1 ]; then
 	funcs=$(nm --defined-only "$lib" | awk '$2 ~ /^[tTwW]$/ { print $3, $1 }')
+	found=0
 	for f in barn_grow_locked pcp_over_high pc_spin_lock_contended lock_acquire_slow; do
 		addr=$(echo "$funcs" | awk -v f="$f" '$1 == f { print $2; exit }')
+		[ -n "$addr" ] && found=$((found + 1))
 		if [ -z "$addr" ]; then
 			echo "library_layout: $f is not in $lib (renamed? rerun tools/hot_text.py and update this list)" >&2
 		elif [ $((0x$addr)) -ge "$window" ]; then
@@ -38,6 +40,7 @@ if [ "$inwindow" = window=1 ]; then
 			ok
 		fi
 	done
+	if [ "$found" -eq 0 ]; then bad "none of the slow paths checked is in $lib: update this list"; fi
 fi
 
 # The segment that holds .rodata must not hold the unwind tables.
