@@ -98,11 +98,15 @@ INSERT AFTER .text;
 
 
 # tests/hot-text.sh's list: start-up, malloc, free, calloc, realloc and
-# their common slow paths must lie in the first window.
+# their common slow paths must lie in the first window; so must the
+# contention slow paths that tests/unit/os/library_layout.sh checks (put
+# first too, so that growth elsewhere in the list cannot push them out).
 REQUIRED_FIRST = ["malloc", "free", "calloc", "realloc", "pc_malloc", "pc_free", "pc_calloc",
                   "pc_realloc", "pc_malloc_init", "pc_once_slow", "life_constructor",
                   "malloc_slow", "free_slow", "sheaf_alloc_slow", "sheaf_free_slow",
-                  "slab_alloc_slow", "zone_grow", "zone_spare_remap", "os_map_at"]
+                  "slab_alloc_slow", "zone_grow", "zone_spare_remap", "os_map_at",
+                  "barn_grow_locked", "pcp_over_high", "pc_spin_lock_contended",
+                  "lock_acquire_slow"]
 
 
 def hot_section_offset(lib):
