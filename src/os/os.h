@@ -393,9 +393,9 @@ bool pc_life_is_registered(const char *name);
  * own, where in .bss the first read of an untouched page maps the zero
  * page and the first write faults again, two faults and a page of RSS for
  * a few bytes (docs/footprint.md, "2026-11-24 night, helper startup").
- * That is a fact of the layout, checked by nothing: should .data grow
- * past the table, check with `nm -n` and `readelf -S` that the
- * .data.pc_startup variables still lie within the table's pages. Small
+ * That is a fact of the layout, checked by tests/hot-text.sh (each
+ * .data.pc_startup variable in .data, on a page that a relocation
+ * writes): should .data grow past the table, that check fails. Small
  * scalars only: what is added here moves the .bss behind it.
  */
 #define PC_STARTUP_DATA __attribute__((section(".data.pc_startup")))

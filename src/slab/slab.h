@@ -117,9 +117,10 @@
  *         of the process executes a full barrier B (an IPI if it runs, a
  *         context switch otherwise) before it returns,
  *     (c) waits until each other registered thread has been seen with
- *         its busy flag clear (a flush, not the decay, drops threads_lock
- *         while it yields, so that a fork or an exiting thread does not
- *         wait for a preempted fast path through it; sheaf_thread.c,
+ *         its busy flag clear (every flush, the decay's and a one-cache
+ *         flush's included, drops threads_lock while it yields, so
+ *         that a fork or an exiting thread does not wait for a preempted
+ *         fast path through it; sheaf_thread.c,
  *         wait_fast_paths, says why that stays sound), and then owns the
  *         detached sheaves.
  *   Why: for each fast path of a thread T, either its (1) precedes T's
