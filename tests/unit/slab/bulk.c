@@ -28,6 +28,7 @@
 #include "test.h"
 #include "unit/unit_helpers.h"
 #include "drained.h"
+#include "patterns.h"
 
 #include <string.h>
 
@@ -37,19 +38,6 @@ static void *out[MAX];
 static uint64_t word_of(void *obj)
 {
 	return pc_load_relaxed(&slab_word(pc_slab_of(obj))->word);
-}
-
-/* Fill each of objs[0..n) with a pattern of its index, then check them all:
- * objects that overlapped would have overwritten each other. */
-static void write_and_check(struct pc_cache *s, void **objs, unsigned n, unsigned salt)
-{
-	for (unsigned i = 0; i < n; i++)
-		memset(objs[i], (int)((i + salt) & 0xff), s->object_size);
-	int bad = 0;
-	for (unsigned i = 0; i < n; i++)
-		for (size_t b = 0; b < s->object_size; b++)
-			bad += ((unsigned char *)objs[i])[b] != ((i + salt) & 0xff);
-	CHECK_EQ(bad, 0);
 }
 
 TEST(new_slab_taken_whole)

@@ -41,22 +41,12 @@
 #include "test.h"
 #include "unit/unit_helpers.h"
 #include "drained.h"
+#include "patterns.h"
 
 #include <string.h>
 
 enum { MAX = 1024 };
 static void *out[MAX];
-
-static void write_and_check(struct pc_cache *s, void **objs, unsigned n, unsigned salt)
-{
-	for (unsigned i = 0; i < n; i++)
-		memset(objs[i], (int)((i + salt) & 0xff), s->object_size);
-	int bad = 0;
-	for (unsigned i = 0; i < n; i++)
-		for (size_t b = 0; b < s->object_size; b++)
-			bad += ((unsigned char *)objs[i])[b] != ((i + salt) & 0xff);
-	CHECK_EQ(bad, 0);
-}
 
 static uint64_t stat_of(struct pc_cache *s, enum pc_slab_stat k)
 {
