@@ -9,8 +9,9 @@
  * directly, so making a sheaf never recurses into the sheaf slow paths.
  *
  * barn->lock protects the two lists, their counts, the bound (extra,
- * refused, low, charged) and the carry, and nothing else: no other lock is taken under
- * it, and flushing a sheaf into the slabs happens after it is released.
+ * refused, low, charged) and the carry, and nothing else: no other lock
+ * is taken under it, and flushing a sheaf into the slabs happens after it
+ * is released.
  *
  * The bound. The full list of a barn holds at most slub.barn_sheaves +
  * extra sheaves, the empty list slub.barn_sheaves (empty sheaves are cheap
@@ -190,9 +191,9 @@ flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t end)
 	ch->bytes = 0;
 }
 
-/* The oldest chain closed and reopened for the object at index i. */
-/* Out of line (once per chain; flush_sheaves' four loops each call it),
- * in flush_sheaves' section (below). */
+/* The oldest chain closed and reopened for the object at index i. Out of
+ * line (once per chain; flush_sheaves' four loops each call it), in
+ * flush_sheaves' section (below). */
 __attribute__((noinline, section(".text.sheaf_flush_objects.open"))) static struct flush_chain *
 flush_chain_open(struct flush *f, uint32_t i)
 {
@@ -322,12 +323,13 @@ flush_sheaves(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh, b
 			   .keep = keep,
 			   .counted = flush_counts(s) };
 	f.n = f.na + sh->count;
-	/* Two copies of the loop: without counted chains (small objects) it
-	 * is the plain one, a cycle per object cheaper at 256 B. */
-	/* The carry's objects, then sh's, each array walked by its own loop
-	 * with its bounds in locals (f's address escapes into the chain
-	 * helpers: read through f, they were loaded again after every free
-	 * pointer stored; Test B at 256 B, review of slabfree, item 10). */
+	/* Four loops: the carry's objects, then sh's, each array walked by
+	 * its own loop with its bounds in locals (f's address escapes into
+	 * the chain helpers: read through f, they were loaded again after
+	 * every free pointer stored; Test B at 256 B, review of slabfree,
+	 * item 10), and each pair in two copies, with and without counted
+	 * chains (flush_add inlined with a constant: without counts, for
+	 * small objects, a cycle per object cheaper at 256 B). */
 	void **a = f.a, **bo = f.b;
 	uint32_t na = f.na, nb = sh->count;
 	if (f.counted) {

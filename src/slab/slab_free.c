@@ -138,25 +138,25 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
 }
 
 /*
- * Whole slabs (slab_free_whole): a flushed chain that holds every object in use of a full
- * slab on no list (seed 002's Test B: a burst of frees in allocation order
- * empties slab after slab; barn.c counts such chains instead of linking
- * them). Nobody else can reach such a slab: it is on no list and no CPU's,
- * and every object that could come back to it is in the caller's hands,
- * so its objects need no free pointer (each a store into memory the
- * program last touched, and a TLB miss per object at 4-8 KiB, that the
- * locked instructions which follow waited for) and no list_lock is taken:
- * one compare-and-swap checks the word atomically (slab_full_with's two
- * loads are a guess) and leaves it as a new slab's (every object fresh,
+ * Whole slabs (slab_free_whole): a flushed chain that holds every object in
+ * use of a full slab on no list (seed 002's Test B: a burst of frees in
+ * allocation order empties slab after slab; barn.c counts such chains
+ * instead of linking them). Nobody else can reach such a slab: it is on no
+ * list and no CPU's, and every object that could come back to it is in the
+ * caller's hands, so its objects need no free pointer (each a store into
+ * memory the program last touched, and a TLB miss per object at 4-8 KiB,
+ * that the locked instructions which follow waited for) and no list_lock is
+ * taken: one compare-and-swap checks the word atomically (slab_full_with's
+ * two loads are a guess) and leaves it as a new slab's (every object fresh,
  * none in use), and the slab goes onto *discard, for the page allocator
  * (slab_discard_chain, after the flush: the counts added once). A node that
  * keeps fewer than min_partial slabs gets it through the ordinary path
- * (free_chain lists it). A double free that free_chain would catch (a
- * chain longer than the objects in use) makes the word differ, and takes
- * that path. In slab_free_bulk's section: that is in the text programs
- * enter first (cmake/hot-text.ld), and a function of its own in the cold
- * text costs a fault-around window of RSS in every program that flushes;
- * the attribute goes once tools/hot_text.py's list names it.
+ * (free_chain lists it). A double free that free_chain would catch (a chain
+ * longer than the objects in use) makes the word differ, and takes that
+ * path. In slab_free_bulk's section: that is in the text programs enter
+ * first (cmake/hot-text.ld), and a function of its own in the cold text
+ * costs a fault-around window of RSS in every program that flushes; the
+ * attribute goes once tools/hot_text.py's list names it.
  */
 __attribute__((section(".text.slab_free_bulk.whole"))) bool
 slab_free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k, struct pc_page **discard)
