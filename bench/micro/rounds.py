@@ -31,28 +31,42 @@ LINE = re.compile(r"(\w) (\d+) r(\d+) (\d+) cyc ")
 B_PART = re.compile(r"\(B (\d+),")
 
 
-def main():
+def setup(usage, extra=()):
+    """Parse PROCESSES "BENCH ARGS" NAME=LIB ... (exit with usage if short);
+    return the libraries [(name, lib)], SKIP, and a generator of (name,
+    stderr line) over the interleaved processes, each run with `extra` before
+    BENCH ARGS (shared with bench/micro/rounds_ab.py)."""
     if len(sys.argv) < 4:
-        sys.exit(__doc__)
+        sys.exit(usage)
     procs, args = int(sys.argv[1]), sys.argv[2].split()
     libs = [a.split("=", 1) for a in sys.argv[3:]]
     skip = int(os.environ.get("SKIP", "3"))
     bench = os.environ.get("BENCH", "build/bench/bench_tests_af")
+
+    def lines():
+        for p in range(procs):
+            for name, lib in libs[p % len(libs):] + libs[:p % len(libs)]:
+                env = dict(os.environ, LD_PRELOAD=lib)
+                err = subprocess.run(["nice", "-n", "5", bench, "--rounds", "1"] + list(extra) + args,
+                                     env=env, capture_output=True, text=True).stderr
+                for line in err.splitlines():
+                    yield name, line
+
+    return libs, skip, lines()
+
+
+def main():
+    libs, skip, lines = setup(__doc__)
     data = collections.defaultdict(lambda: collections.defaultdict(list))
-    for p in range(procs):
-        for name, lib in libs[p % len(libs):] + libs[:p % len(libs)]:
-            env = dict(os.environ, LD_PRELOAD=lib)
-            err = subprocess.run(["nice", "-n", "5", bench, "--rounds", "1"] + args, env=env,
-                                 capture_output=True, text=True).stderr
-            for line in err.splitlines():
-                m = LINE.match(line)
-                if not m or int(m.group(3)) < skip:
-                    continue
-                size = int(m.group(2))
-                data[(m.group(1), size)][name].append(int(m.group(4)))
-                mb = B_PART.search(line)
-                if mb:
-                    data[("B", size)][name].append(int(mb.group(1)))
+    for name, line in lines:
+        m = LINE.match(line)
+        if not m or int(m.group(3)) < skip:
+            continue
+        size = int(m.group(2))
+        data[(m.group(1), size)][name].append(int(m.group(4)))
+        mb = B_PART.search(line)
+        if mb:
+            data[("B", size)][name].append(int(mb.group(1)))
     print("load", " ".join(open("/proc/loadavg").read().split()[:3]))
     print("test  size " + " ".join("%24s" % n for n, _ in libs))
     for key in sorted(data):

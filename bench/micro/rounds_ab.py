@@ -17,36 +17,25 @@ the 25th percentile say most on a loaded machine), and the load average.
 BENCH=path/to/bench_tests_af (default build/bench/bench_tests_af).
 """
 import collections
-import os
 import re
 import statistics
-import subprocess
-import sys
+
+from rounds import setup  # the same directory: the runs, interleaved
 
 LINE = re.compile(r"A (\d+) r(\d+) (\d+) cyc .*\(B (\d+),")
 
 
 def main():
-    if len(sys.argv) < 4:
-        sys.exit(__doc__)
-    procs, args = int(sys.argv[1]), sys.argv[2].split()
-    libs = [a.split("=", 1) for a in sys.argv[3:]]
-    skip = int(os.environ.get("SKIP", "3"))
-    bench = os.environ.get("BENCH", "build/bench/bench_tests_af")
+    libs, skip, lines = setup(__doc__, ["--tests", "AB"])
     data = collections.defaultdict(lambda: collections.defaultdict(list))
-    for p in range(procs):
-        for name, lib in libs[p % len(libs):] + libs[:p % len(libs)]:
-            env = dict(os.environ, LD_PRELOAD=lib)
-            err = subprocess.run(["nice", "-n", "5", bench, "--rounds", "1", "--tests", "AB"] + args,
-                                 env=env, capture_output=True, text=True).stderr
-            for line in err.splitlines():
-                m = LINE.match(line)
-                if not m or int(m.group(2)) < skip:
-                    continue
-                size, a, b = int(m.group(1)), int(m.group(3)), int(m.group(4))
-                data[(size, "A")][name].append(a)
-                data[(size, "B")][name].append(b)
-                data[(size, "A+B")][name].append(a + b)
+    for name, line in lines:
+        m = LINE.match(line)
+        if not m or int(m.group(2)) < skip:
+            continue
+        size, a, b = int(m.group(1)), int(m.group(3)), int(m.group(4))
+        data[(size, "A")][name].append(a)
+        data[(size, "B")][name].append(b)
+        data[(size, "A+B")][name].append(a + b)
     print("load", " ".join(open("/proc/loadavg").read().split()[:3]))
     print("size test " + " ".join("%24s" % n for n, _ in libs))
     for key in sorted(data):
