@@ -27,6 +27,7 @@
 #include "test.h"
 
 #include "malloc/malloc.h"
+#include "unit/sheaf_park.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -46,11 +47,7 @@ static void *inside_fast_path(void *arg)
 		pc_free(p[i]);
 	struct pc_cache *s = pc_class_cache[pc_size_class(64)];
 	atomic_store(&b_entry, &pc_thread_sheaves[s->tindex]);
-	__atomic_store_n(&pc_thread_sheaf_busy, 1, __ATOMIC_RELAXED); /* a fast path begins */
-	atomic_store(&b_ready, 1);
-	while (!atomic_load(&b_release))
-		sched_yield();
-	__atomic_store_n(&pc_thread_sheaf_busy, 0, __ATOMIC_RELEASE); /* and ends */
+	park_in_fast_path(&b_ready, &b_release);
 	return NULL;
 }
 

@@ -39,6 +39,7 @@
 #define _GNU_SOURCE
 #include "slab/slab.h"
 #include "test.h"
+#include "unit/sheaf_park.h"
 #include "unit/unit_helpers.h"
 
 #include <pthread.h>
@@ -59,11 +60,7 @@ static void *inside_fast_path(void *arg)
 		REQUIRE((o[i] = pc_cache_alloc(x_cache)) != NULL);
 	for (int i = 0; i < 8; i++)
 		pc_cache_free(x_cache, o[i]);
-	__atomic_store_n(&pc_thread_sheaf_busy, 1, __ATOMIC_RELAXED); /* a fast path begins */
-	atomic_store(&b_ready, 1);
-	while (!atomic_load(&b_release))
-		sched_yield();
-	__atomic_store_n(&pc_thread_sheaf_busy, 0, __ATOMIC_RELEASE); /* and ends */
+	park_in_fast_path(&b_ready, &b_release);
 	return NULL;
 }
 
