@@ -97,6 +97,42 @@ INSERT AFTER .text;
 """
 
 
+# The .bss variables that a small program writes (an empty program, one
+# malloc, bench_small with 1 and 2 threads, bench_larson with 2), first in
+# the .bss, right after .data, whose last page the loader's relocations
+# write anyway; the sources are compiled with -fdata-sections, so each is an
+# input section .bss.NAME. By default the .bss follows the objects' order,
+# and these few hundred bytes of scalars lay between megabytes of tables on
+# six pages (docs/footprint.md, "2026-11-25 morning, helper footprint2").
+# Found by linking each .bss variable on a page of its own and reading which
+# pages the workloads wrote (present and exclusively mapped in
+# /proc/self/pagemap: a page only read maps the shared zero page). The
+# scalars first, then the arrays whose first entries are written, smallest
+# first, zone_table (32 KiB, one entry per zone) last. pc_region_table
+# (16 MiB) stays out: the entry written depends on the region's address.
+# A name the linker does not find is skipped, as in the text's list; crt's
+# completed.0, written at exit, stays in the first page.
+HOT_BSS = ["class_once", "option_resolvers", "release_hooks", "sheaf_caches",
+           "cold_chunk", "hot_chunk", "slab_mutex", "lock_registry_head",
+           "lock_registry_lock", "lock_layer_state", "pc_lock_stats_enabled",
+           "pc_malloc_ready", "pc_sheaf_slots_offset", "sheaf_mode", "sheaf_caches_state.*",
+           "sheaves_charged", "ctl_stat_reader", "hook_count", "init_state", "started.*",
+           "state.*", "next_pass_ns", "nr_nodes", "nr_zones", "numa_bind", "medium_budget",
+           "medium_cpus", "medium_decay_lock", "medium_ncpus", "medium_once", "medium_stacks",
+           "pc_medium_slots", "pc_medium_stride"]
+HOT_BSS_ARRAYS = ["nodes", "cpu_node", "cpu_zone", "zone_table"]
+
+
+def bss_block():
+    """The linker script's part that places HOT_BSS before the .bss."""
+    lines = ["/* The .bss variables small programs write, first (tools/hot_text.py,",
+             " * HOT_BSS): on two pages after .data instead of six. */",
+             "SECTIONS", "{", "  .bss.pc_hot : {", "    *crtbegin*.o(.bss .bss.*)"]
+    lines += [f"    *(.bss.{n})" for n in HOT_BSS + HOT_BSS_ARRAYS]
+    lines += ["  }", "}", "INSERT BEFORE .bss;", ""]
+    return "\n".join(lines)
+
+
 # tests/hot-text.sh's list: start-up, malloc, free, calloc, realloc and
 # their common slow paths must lie in the first window; so must the
 # contention slow paths that tests/unit/os/library_layout.sh checks (put
@@ -354,6 +390,7 @@ def main():
                 out.write(f"    *(.text.{n} .text.{n}.*)\n")
         out.write("  }\n}\nINSERT BEFORE .text;\n")
         out.write(EH_FRAME_AFTER_TEXT)
+        out.write(bss_block())
     print(f"{len(names)} functions -> {args.out}", file=sys.stderr)
 
 

@@ -12,7 +12,14 @@
 #    again);
 #  - .eh_frame and .eh_frame_hdr are not in .rodata's segment: the script
 #    puts them after .text, so that reading .rodata does not map the unwind
-#    tables (one fault-around window held both).
+#    tables (one fault-around window held both);
+#  - the .bss variables that small programs write (cmake/hot-text.ld's
+#    .bss.pc_hot list, tools/hot_text.py HOT_BSS) lie in .bss.pc_hot, before
+#    the rest of the .bss, and its scalars (the names before nodes, the first
+#    array) within 4 KiB of each other: on the page where .data ends (the
+#    relocations write it anyway) and the next, not spread over the 17 MB of
+#    .bss (docs/footprint.md, "2026-11-25 morning, helper footprint2"). A
+#    listed name the library does not define is reported, not failed.
 #
 # Usage: library_layout.sh LIBPCMALLOC_SO window=0|1
 # Prints "N passed, N failed"; exits 1 when any check fails.
@@ -49,6 +56,41 @@ if readelf -lW "$lib" | awk '/Segment Sections/ { s = 1; next }
 	bad ".eh_frame is in .rodata's segment (cmake/hot-text.ld: EH_FRAME_AFTER_TEXT)"
 else
 	ok
+fi
+# The written .bss variables, first and together.
+script=$(dirname "$0")/../../../cmake/hot-text.ld
+set -- $(readelf -SW "$lib" | sed -n 's/.* \.bss\.pc_hot  *NOBITS  *\([0-9a-f]*\) [0-9a-f]* \([0-9a-f]*\).*/\1 \2/p')
+if [ $# -eq 2 ]; then ok; else bad "$lib has no .bss.pc_hot section (cmake/hot-text.ld: tools/hot_text.py HOT_BSS)"; fi
+hstart=$((0x${1:-0})) hend=$((0x${1:-0} + 0x${2:-0}))
+bss=$(readelf -SW "$lib" | sed -n 's/.* \.bss  *NOBITS  *\([0-9a-f]*\) .*/\1/p')
+if [ -n "$bss" ] && [ $((0x$bss)) -ge "$hend" ]; then ok; else bad ".bss.pc_hot is not before .bss"; fi
+syms=$(nm -S --defined-only "$lib" | awk 'NF == 4 && $3 ~ /^[bBdD]$/ { print $4, $1, $2 }')
+lo= hi= arrays=0 found=0
+for pat in $(sed -n 's/^ *\*(\.bss\.\([^ )]*\))$/\1/p' "$script"); do
+	[ "$pat" = nodes ] && arrays=1
+	# A name, or NAME.* for the numbered statics (state.0, started.0).
+	places=$(echo "$syms" | awk -v p="$pat" '{ n = $1; if (p ~ /\.\*$/) { sub(/\.[0-9]+$/, "", n); n = n ".*" } }
+		n == p { print $2 ":" $3 }')
+	if [ -z "$places" ]; then
+		echo "library_layout: cmake/hot-text.ld places .bss.$pat, which $lib does not define (rerun tools/hot_text.py)" >&2
+		continue
+	fi
+	found=$((found + 1))
+	for place in $places; do
+		a=$((0x${place%%:*})) z=$((0x${place#*:}))
+		if [ "$a" -lt "$hstart" ] || [ $((a + z)) -gt "$hend" ]; then
+			bad ".bss.$pat ($(printf 0x%x "$a")) is not in .bss.pc_hot"
+			continue
+		fi
+		ok
+		[ "$arrays" = 1 ] && continue
+		[ -z "$lo" ] || [ "$a" -lt "$lo" ] && lo=$a
+		[ -z "$hi" ] || [ $((a + z)) -gt "$hi" ] && hi=$((a + z))
+	done
+done
+if [ "$found" -gt 0 ]; then ok; else bad "none of cmake/hot-text.ld's .bss names is in $lib"; fi
+if [ -n "$lo" ] && [ $((hi - lo)) -le 4096 ]; then ok; else
+	bad "the written .bss scalars span $(printf 0x%x "${lo:-0}")-$(printf 0x%x "${hi:-0}"): more than 4 KiB"
 fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
