@@ -19,7 +19,12 @@
 #    array) within 4 KiB of each other: on the page where .data ends (the
 #    relocations write it anyway) and the next, not spread over the 17 MB of
 #    .bss (docs/footprint.md, "2026-11-25 morning, helper footprint2"). A
-#    listed name the library does not define is reported, not failed.
+#    listed name the library does not define is reported, not failed;
+#  - .rodata.pc_hot (the read-only data small programs read: the size class
+#    tables, the strings of the functions in the text's list, the compiler's
+#    constants) lies in the first segment, which the loader reads (resident
+#    whole), so that the .rodata segment stays out of a small program's RSS;
+#    pc_class_of8 and pc_class_size are in it.
 #
 # Usage: library_layout.sh LIBPCMALLOC_SO window=0|1
 # Prints "N passed, N failed"; exits 1 when any check fails.
@@ -64,7 +69,7 @@ if [ $# -eq 2 ]; then ok; else bad "$lib has no .bss.pc_hot section (cmake/hot-t
 hstart=$((0x${1:-0})) hend=$((0x${1:-0} + 0x${2:-0}))
 bss=$(readelf -SW "$lib" | sed -n 's/.* \.bss  *NOBITS  *\([0-9a-f]*\) .*/\1/p')
 if [ -n "$bss" ] && [ $((0x$bss)) -ge "$hend" ]; then ok; else bad ".bss.pc_hot is not before .bss"; fi
-syms=$(nm -S --defined-only "$lib" | awk 'NF == 4 && $3 ~ /^[bBdD]$/ { print $4, $1, $2 }')
+syms=$(nm -S --defined-only "$lib" | awk 'NF == 4 && $3 ~ /^[bBdDrR]$/ { print $4, $1, $2 }')
 lo= hi= arrays=0 found=0
 for pat in $(sed -n 's/^ *\*(\.bss\.\([^ )]*\))$/\1/p' "$script"); do
 	[ "$pat" = nodes ] && arrays=1
@@ -92,5 +97,18 @@ if [ "$found" -gt 0 ]; then ok; else bad "none of cmake/hot-text.ld's .bss names
 if [ -n "$lo" ] && [ $((hi - lo)) -le 4096 ]; then ok; else
 	bad "the written .bss scalars span $(printf 0x%x "${lo:-0}")-$(printf 0x%x "${hi:-0}"): more than 4 KiB"
 fi
+# The hot read-only data, in the first segment.
+first=$(readelf -lW "$lib" | awk '$1 == "LOAD" && $2 == "0x000000" { print $5; exit }')
+set -- $(readelf -SW "$lib" | sed -n 's/.* \.rodata\.pc_hot  *PROGBITS  *\([0-9a-f]*\) [0-9a-f]* \([0-9a-f]*\).*/\1 \2/p')
+if [ $# -eq 2 ] && [ -n "$first" ] && [ $((0x$1 + 0x$2)) -le $((first)) ]; then ok; else
+	bad ".rodata.pc_hot is missing or not in the first segment (cmake/hot-text.ld: tools/hot_text.py HOT_RODATA)"
+fi
+rstart=$((0x${1:-0})) rend=$((0x${1:-0} + 0x${2:-0}))
+for n in pc_class_of8 pc_class_size; do
+	a=$(echo "$syms" | awk -v n="$n" '$1 == n { print $2; exit }')
+	if [ -n "$a" ] && [ $((0x$a)) -ge "$rstart" ] && [ $((0x$a)) -lt "$rend" ]; then ok; else
+		bad "$n (0x${a:-?}) is not in .rodata.pc_hot"
+	fi
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
