@@ -103,7 +103,9 @@ INSERT AFTER .text;
 # write anyway; the sources are compiled with -fdata-sections, so each is an
 # input section .bss.NAME. By default the .bss follows the objects' order,
 # and these few hundred bytes of scalars lay between megabytes of tables on
-# six pages (docs/footprint.md, "2026-11-25 morning, helper footprint2").
+# six pages (docs/footprint.md, "2026-11-25 morning, helper footprint2");
+# those that a running program writes (locks, counters) after the rest, so
+# that no cache line holds both one of them and what a fast path reads.
 # Found by linking each .bss variable on a page of its own and reading which
 # pages the workloads wrote (present and exclusively mapped in
 # /proc/self/pagemap: a page only read maps the shared zero page). The
@@ -112,14 +114,18 @@ INSERT AFTER .text;
 # (16 MiB) stays out: the entry written depends on the region's address.
 # A name the linker does not find is skipped, as in the text's list; crt's
 # completed.0, written at exit, stays in the first page.
-HOT_BSS = ["class_once", "option_resolvers", "release_hooks", "sheaf_caches",
-           "cold_chunk", "hot_chunk", "slab_mutex", "lock_registry_head",
-           "lock_registry_lock", "lock_layer_state", "pc_lock_stats_enabled",
-           "pc_malloc_ready", "pc_sheaf_slots_offset", "sheaf_mode", "sheaf_caches_state.*",
-           "sheaves_charged", "ctl_stat_reader", "hook_count", "init_state", "started.*",
-           "state.*", "next_pass_ns", "nr_nodes", "nr_zones", "numa_bind", "medium_budget",
-           "medium_cpus", "medium_decay_lock", "medium_ncpus", "medium_once", "medium_stacks",
-           "pc_medium_slots", "pc_medium_stride"]
+HOT_BSS = [
+    # Read by malloc's fast path or often, written once at start-up:
+    "pc_sheaf_slots_offset", "pc_malloc_ready", "sheaf_mode", "sheaf_caches_state.*",
+    "lock_layer_state", "pc_lock_stats_enabled", "ctl_stat_reader", "hook_count",
+    "init_state", "started.*", "state.*", "nr_nodes", "nr_zones", "numa_bind",
+    "medium_ncpus", "medium_once", "medium_budget", "pc_medium_slots", "pc_medium_stride",
+    "medium_cpus", "medium_stacks", "cold_chunk", "hot_chunk", "sheaf_caches",
+    "release_hooks", "class_once", "option_resolvers",
+    # written later too (locks, counters): after class_once and
+    # option_resolvers, so on other cache lines than pc_sheaf_slots_offset:
+    "slab_mutex", "sheaves_charged", "next_pass_ns", "medium_decay_lock",
+    "lock_registry_head", "lock_registry_lock"]
 HOT_BSS_ARRAYS = ["nodes", "cpu_node", "cpu_zone", "zone_table"]
 
 
