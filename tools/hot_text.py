@@ -43,6 +43,12 @@ and on the folio sizes in the page cache.
 
 A stale list only costs pages, never correctness: a name the linker does
 not find is skipped (tests/hot-text.sh reports such names).
+
+The script also places, from fixed lists below: the unwind tables after
+the text (EH_FRAME_AFTER_TEXT), the read-only data small programs read in
+the first segment (HOT_RODATA, with the listed functions' strings) and the
+.bss variables they write right after .data (HOT_BSS); docs/footprint.md,
+"2026-11-25 morning, helper footprint2", says how those lists were found.
 """
 import argparse
 import os
