@@ -176,7 +176,7 @@ PC_INLINE void flush_chain_link(struct flush *f, struct flush_chain *ch, uint32_
 }
 
 /* Close ch, open before the object at index end. */
-__attribute__((noinline, section(".text.sheaf_flush_objects.close"))) static void
+SLAB_TEXT_WITH(sheaf_flush_objects) static void
 flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t end)
 {
 	if (!ch->bytes)
@@ -191,10 +191,9 @@ flush_chain_close(struct flush *f, struct flush_chain *ch, uint32_t end)
 	ch->bytes = 0;
 }
 
-/* The oldest chain closed and reopened for the object at index i. Out of
- * line (once per chain; flush_sheaves' four loops each call it), in
- * flush_sheaves' section (below). */
-__attribute__((noinline, section(".text.sheaf_flush_objects.open"))) static struct flush_chain *
+/* The oldest chain closed and reopened for the object at index i (once per
+ * chain; flush_sheaves' four loops each call it). */
+SLAB_TEXT_WITH(sheaf_flush_objects) static struct flush_chain *
 flush_chain_open(struct flush *f, uint32_t i)
 {
 	void *obj = flush_obj(f, i);
@@ -302,17 +301,10 @@ PC_INLINE void flush_keep(struct flush *f, struct pc_sheaf *sh, struct flush_cha
  * Flush carry's objects (carry may be NULL) and sh's as one run. With
  * keep, the chains opened in sh's part that may be whole but are short at
  * the end stay in sh (moved to its front, sh->count set to how many);
- * everything else goes back. carry is left empty.
- *
- * One function for every flush, in the section of sheaf_flush_objects:
- * that is in the text that programs enter first (cmake/hot-text.ld, its
- * pattern .text.sheaf_flush_objects.*), and a function of its own would
- * fault in a window of the cold text (bench_small's peak RSS: 32-48 kB
- * more), while inlined in both callers it made that text 11 kB longer.
- * The section attribute goes once tools/hot_text.py's list names
- * flush_sheaves itself.
+ * everything else goes back. carry is left empty. One function for every
+ * flush (inlined in both callers it made the hot text 11 kB longer).
  */
-__attribute__((noinline, section(".text.sheaf_flush_objects.run"))) static void
+SLAB_TEXT_WITH(sheaf_flush_objects) static void
 flush_sheaves(struct pc_cache *s, struct pc_sheaf *carry, struct pc_sheaf *sh, bool keep)
 {
 	slab_stat(&s->cpu[os_cpu_current()], PC_SLAB_STAT_sheaf_flush);
@@ -366,10 +358,7 @@ void sheaf_flush_objects(struct pc_cache *s, struct pc_sheaf *sh)
 }
 
 /* Swap b's carry for `next` (NULL: take it); returns the old one. */
-/* barn_carry_swap, barn_carry_drop and barn_put_empty: out of line, in
- * barn_put's section (the text programs enter first, cmake/hot-text.ld),
- * so that their callers do not each carry a copy of them. */
-__attribute__((noinline, section(".text.barn_put.carry"))) static struct pc_sheaf *
+SLAB_TEXT_WITH(barn_put) static struct pc_sheaf *
 barn_carry_swap(struct pc_barn *b, struct pc_sheaf *next)
 {
 	if (!next && !pc_load_relaxed(&b->carry))
@@ -382,7 +371,8 @@ barn_carry_swap(struct pc_barn *b, struct pc_sheaf *next)
 }
 
 /* Flush and free b's carry, if it has one. */
-__attribute__((noinline, section(".text.barn_put.drop"))) static unsigned
+/* Only barn_drain and the decay run it: in the cold text. */
+PC_NOINLINE static unsigned
 barn_carry_drop(struct pc_cache *s, struct pc_barn *b)
 {
 	struct pc_sheaf *carry = barn_carry_swap(b, NULL);
@@ -625,7 +615,7 @@ static bool barn_push(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh
 }
 
 /* An empty sheaf to b's empty list, or freed. */
-__attribute__((noinline, section(".text.barn_put.empty"))) static void
+SLAB_TEXT_WITH(barn_put) static void
 barn_put_empty(struct pc_cache *s, struct pc_barn *b, struct pc_sheaf *sh)
 {
 	if (sh->capacity == pc_load_relaxed(&s->sheaf_capacity) && barn_push(s, b, sh, false))

@@ -307,10 +307,9 @@ struct pc_page *slab_new(struct pc_cache *s, unsigned node, struct pc_cache_cpu 
 	return slab;
 }
 
-/* An empty slab counted gone already: its pages back to the page allocator. */
-/* Out of line in slab_discard's section (the text programs enter first,
- * cmake/hot-text.ld): slab_discard and slab_discard_chain share it. */
-__attribute__((noinline, section(".text.slab_discard.give_back"))) static void
+/* An empty slab counted gone already: its pages back to the page allocator
+ * (slab_discard and slab_discard_chain share it). */
+SLAB_TEXT_WITH(slab_discard) static void
 slab_give_back(struct pc_cache *s, struct pc_cache_cpu *c, struct pc_page *slab)
 {
 	unsigned order = pc_pg_order(slab);

@@ -153,12 +153,9 @@ void slab_free_slow(struct pc_cache *s, struct pc_page *slab, void *obj)
  * keeps fewer than min_partial slabs gets it through the ordinary path
  * (free_chain lists it). A double free that free_chain would catch (a chain
  * longer than the objects in use) makes the word differ, and takes that
- * path. In slab_free_bulk's section: that is in the text programs enter
- * first (cmake/hot-text.ld), and a function of its own in the cold text
- * costs a fault-around window of RSS in every program that flushes; the
- * attribute goes once tools/hot_text.py's list names it.
+ * path.
  */
-__attribute__((section(".text.slab_free_bulk.whole"))) bool
+SLAB_TEXT_WITH(slab_free_bulk) bool
 slab_free_whole(struct pc_cache *s, struct pc_page *slab, uint32_t k, struct pc_page **discard)
 {
 	pc_assert_internal(!s->debug);
