@@ -75,6 +75,11 @@ void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
 	free_area_del(z, pg, order);
 }
 
+#define CHUNK_PAGES ((size_t)1 << PC_MAX_ORDER)
+
+static bool carve_all_free(const struct pc_zone *z);
+static void carve_end_locked(struct pc_zone *z);
+
 /*
  * Free a block and merge it with its buddies. The buddy of the block of
  * 2^order pages at page index i is the block at i ^ 2^order: the two halves
@@ -113,6 +118,8 @@ void zone_free_block_at_locked(struct pc_zone *z, struct pc_page *pg, unsigned o
 		order++;
 	}
 	free_area_add(z, &r->pages[idx], order, mem, freed_ns);
+	if (pc_unlikely(z->carve == &r->pages[idx & ~(CHUNK_PAGES - 1)]) && carve_all_free(z))
+		carve_end_locked(z); /* carving (below): the chunk may be whole again */
 }
 
 void zone_free_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order, enum pc_mem mem)
@@ -141,11 +148,130 @@ static bool zone_seed_one_locked(struct pc_zone *z)
 	return true;
 }
 
+/*
+ * Carving: a block of an order below PC_MAX_ORDER for pc_alloc_pages that
+ * nothing on the lists serves is cut from the start of a chunk not yet
+ * seeded, one aligned block after the other, instead of putting the chunk
+ * on the lists and splitting it. A split writes the head descriptor of
+ * every half it frees: pages 512, 256, 128 and 64 of the chunk, four
+ * descriptor pages (64 descriptors a page) for a program whose slabs fit
+ * in the chunk's first 256 KiB (docs/footprint.md). Carving writes the
+ * descriptors of the blocks it hands out and of the pieces that its
+ * alignment skips (those go on the lists), next to each other.
+ *
+ * The carve chunk (zone->carve) has its first carve_next pages carved:
+ * handed out, or free on the lists or per-CPU lists like any block. The
+ * rest is FRESH, counted in free_pages, on no list, with no head, so a
+ * carved block merges with its free neighbours only up to carve_next. The
+ * carve ends, its rest going on the lists as aligned FRESH blocks that
+ * merge with what is free before them, when no aligned block of the order
+ * asked fits in it any more, when everything carved from it is free again
+ * (then it is a whole free chunk again, as a split chunk would be), when a
+ * new region is mapped and when lending looks for free ranges
+ * (zone_seed_all_locked). Only pc_alloc_pages carves (kept: the region is
+ * keep_mapped and never unmapped), so unmapping never meets a carve.
+ */
+
+/* [from, to) of the chunk at page idx of r, carve pages not yet carved, on
+ * the lists as aligned FRESH blocks, each merged with its free buddies. */
+static void carve_release_range(struct pc_zone *z, struct pc_region *r, size_t idx, size_t from,
+				size_t to)
+{
+	while (from < to) {
+		unsigned o = (unsigned)__builtin_ctzl(from | CHUNK_PAGES);
+		while (from + ((size_t)1 << o) > to)
+			o--;
+		z->free_pages -= (size_t)1 << o; /* zone_free_block_at_locked counts it again */
+		zone_free_block_at_locked(z, &r->pages[idx + from], o, PC_MEM_FRESH, 0);
+		from += (size_t)1 << o;
+	}
+}
+
+/* Whether every page carved from the carve chunk is free on the lists:
+ * coalescing is complete and nothing merges past carve_next, so the carved
+ * pages are all free iff they are the aligned blocks of carve_next's binary
+ * digits, largest first, each a free head of its order. */
+static bool carve_all_free(const struct pc_zone *z)
+{
+	size_t at = 0;
+	for (unsigned o = PC_MAX_ORDER; o-- > 0;) {
+		if (!(z->carve_next & ((size_t)1 << o)))
+			continue;
+		const struct pc_page *pg = z->carve + at;
+		if (pc_pg_state(pg) != PC_PG_BUDDY || pc_pg_order(pg) != o)
+			return false;
+		at += (size_t)1 << o;
+	}
+	return true;
+}
+
+static void carve_end_locked(struct pc_zone *z)
+{
+	struct pc_page *c = z->carve;
+	struct pc_region *r = pc_page_region(c);
+	size_t from = z->carve_next;
+	z->carve = NULL; /* first: the frees below must not end it again */
+	z->carve_next = 0;
+	carve_release_range(z, r, (size_t)(c - r->pages), from, CHUNK_PAGES);
+}
+
+/* A block of `order` (< PC_MAX_ORDER) carved from the carve chunk, from the
+ * next chunk not yet seeded if there is no carve chunk; NULL if there is
+ * none either, or if the carve chunk has no room for the block: the carve
+ * has then ended, its rest is on the lists, which the caller looks at
+ * again. Head state PC_PG_NONE, mem FRESH. */
+static struct pc_page *carve_take_locked(struct pc_zone *z, unsigned order)
+{
+	if (!z->carve) {
+		if (z->seed_pages == 0)
+			return NULL;
+		/* its pages stay in free_pages, as the carve's */
+		z->carve = &z->seed_region->pages[PC_REGION_PAGES - z->seed_pages];
+		z->seed_pages -= CHUNK_PAGES;
+		z->carve_next = 0;
+	}
+	size_t size = (size_t)1 << order, from = z->carve_next;
+	size_t at = (from + size - 1) & ~(size - 1);
+	if (at + size > CHUNK_PAGES) {
+		carve_end_locked(z);
+		return NULL;
+	}
+	struct pc_page *c = z->carve, *pg = c + at;
+	struct pc_region *r = pc_page_region(c);
+	z->carve_next = at + size;
+	z->free_pages -= size;
+	if (z->carve_next == CHUNK_PAGES) { /* all carved: an ordinary chunk now */
+		z->carve = NULL;
+		z->carve_next = 0;
+	}
+	/* the pieces the alignment skips; pg is not free, so they end no carve */
+	carve_release_range(z, r, (size_t)(c - r->pages), from, at);
+	pc_pg_set_order(pg, order);
+	pg->mem = PC_MEM_FRESH;
+	return pg;
+}
+
+/* Every free page on the lists: the carve ended, every chunk seeded. */
 void zone_seed_all_locked(struct pc_zone *z)
 {
 	pc_lock_assert_held(&z->lock);
+	if (z->carve)
+		carve_end_locked(z);
 	while (zone_seed_one_locked(z))
 		;
+}
+
+/* pc_page_check: the carve chunk lies in a keep_mapped region of z, and
+ * has both pages carved and pages not yet carved, not all of the first
+ * free (the carve would have ended). */
+bool zone_carve_check_locked(struct pc_zone *z)
+{
+	if (!z->carve)
+		return z->carve_next == 0;
+	struct pc_region *r = pc_page_region(z->carve);
+	size_t idx = (size_t)(z->carve - r->pages);
+	return r->zone == z && r->keep_mapped && (idx & (CHUNK_PAGES - 1)) == 0 && z->carve_next > 0 &&
+	       z->carve_next < CHUNK_PAGES && !carve_all_free(z);
 }
 
 /* Smallest order >= `order` with a dirty block, else the smallest with any
@@ -244,6 +370,15 @@ struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool 
 	struct pc_page *pg = z->unkept_regions ? pick_placed(z, order, kept, &o) : NULL;
 	if (!pg) {
 		o = pick_order(z, order);
+		if (o > PC_MAX_ORDER && kept && order < PC_MAX_ORDER) { /* carving (above) */
+			struct pc_page *c = carve_take_locked(z, order);
+			if (!c && (o = pick_order(z, order)) > PC_MAX_ORDER)
+				c = carve_take_locked(z, order); /* the next chunk */
+			if (c) {
+				mark_keep_mapped(z, c);
+				return c;
+			}
+		}
 		if (o > PC_MAX_ORDER && zone_seed_one_locked(z))
 			o = PC_MAX_ORDER;
 		if (o > PC_MAX_ORDER)

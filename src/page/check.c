@@ -57,9 +57,12 @@ static bool check_free_areas(struct pc_zone *z, size_t *blocks)
 	PC_PAGE_CHECK(z->seed_pages % ((size_t)1 << PC_MAX_ORDER) == 0 &&
 		      (z->seed_pages == 0 || z->seed_region != NULL),
 		      "zone %u: seed_pages %zu", z->id, z->seed_pages);
-	PC_PAGE_CHECK(free_pages + z->seed_pages == z->free_pages,
-		      "zone %u: free_pages %zu, lists %zu, not seeded %zu",
-		      z->id, z->free_pages, free_pages, z->seed_pages);
+	PC_PAGE_CHECK(zone_carve_check_locked(z), "zone %u: carve chunk %p, %zu pages carved", z->id,
+		      (void *)z->carve, z->carve_next);
+	size_t uncarved = z->carve ? ((size_t)1 << PC_MAX_ORDER) - z->carve_next : 0;
+	PC_PAGE_CHECK(free_pages + z->seed_pages + uncarved == z->free_pages,
+		      "zone %u: free_pages %zu, lists %zu, not seeded %zu, not carved %zu",
+		      z->id, z->free_pages, free_pages, z->seed_pages, uncarved);
 	PC_PAGE_CHECK(dirty_pages == z->dirty_pages, "zone %u: dirty_pages %zu, lists %zu",
 		      z->id, z->dirty_pages, dirty_pages);
 	return true;

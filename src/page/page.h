@@ -162,7 +162,10 @@
  *   - zone->free_pages == sum over orders of nr_free[order] << order, plus
  *     seed_pages (the chunks of the newest region not yet seeded: the last
  *     seed_pages pages of seed_region, a multiple of a chunk, none of them
- *     a free head);
+ *     a free head), plus the pages of the carve chunk not yet carved
+ *     (PC_RUN_MAX_PAGES - carve_next, none of them a free head; the carve
+ *     chunk's region is keep_mapped, and the carve ends, its rest going on
+ *     the lists, as soon as everything carved from it is free);
  *   - zone->dirty_pages == sum of the sizes of free blocks with mem DIRTY;
  *     a block is on free_area[order].dirty iff its mem is DIRTY, and along
  *     that list freed_ns mostly falls from head to tail (a block split off a
@@ -193,7 +196,8 @@
  *     handed out since it left the zone, else the mem it had there;
  *   - run heap: a free run of n pages is on run_bins[n] (its dirty list iff
  *     its mem is DIRTY) with state PC_PG_RUN
- *     and aux n, its last page (n >= 2) has state PC_PG_RUN_END and aux n;
+ *     and aux n, its last page (n >= 2) has state PC_PG_RUN_END and aux n,
+ *     unless the run ends at its chunk's end (then PC_PG_NONE: run.c);
  *     it lies inside one chunk and no two free runs touch (coalescing is
  *     complete); run_free_pages is their sum, run_dirty_pages the sum of
  *     those with mem DIRTY (a free run's head carries mem and freed_ns as a
@@ -462,6 +466,11 @@ struct pc_zone {
 	 * free_pages. */
 	struct pc_region *seed_region;
 	size_t seed_pages;
+	/* Under lock: the chunk small blocks are carved from (buddy.c,
+	 * "carving"), or NULL: its first carve_next pages are handed out or
+	 * on the lists, the rest FRESH, counted in free_pages, on no list. */
+	struct pc_page *carve;
+	size_t carve_next;
 	/* The run heap (run.c), under lock: free runs by exact length, a bit
 	 * per non-empty length, pages in free runs, pages of chunks it holds. */
 	struct pc_run_bin run_bins[PC_RUN_MAX_PAGES + 1];
@@ -849,6 +858,7 @@ void zone_publish_hints_locked(struct pc_zone *z);
 void zone_publish_counts_locked(struct pc_zone *z);
 void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned order);
 void zone_seed_all_locked(struct pc_zone *z);
+bool zone_carve_check_locked(struct pc_zone *z);
 struct pc_page *zone_take_oldest_dirty_locked(struct pc_zone *z, uint64_t due_before, unsigned *order);
 bool zone_held_blocks_serve_locked(struct pc_zone *z, unsigned order);
 /* "page_alloc.c": a fork is taking the zone locks (pc_page_prefork; relaxed:

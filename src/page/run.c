@@ -16,9 +16,10 @@
  * as the kernel keeps movable and unmovable pages in separate pageblocks.
  *
  * A free run of n pages: its head descriptor has state PC_PG_RUN and aux n,
- * and is on run_bins[n]; its last descriptor (n >= 2) has state
- * PC_PG_RUN_END and aux n, so that a run freed just after it finds its head
- * in O(1). Every other page of it has state PC_PG_NONE. run_bitmap has bit n
+ * and is on run_bins[n]; its last descriptor (n >= 2, unless the run ends
+ * where its chunk does: has_end) has state PC_PG_RUN_END and aux n, so that
+ * a run freed just after it finds its head in O(1). Every other page of it
+ * has state PC_PG_NONE. run_bitmap has bit n
  * set iff run_bins[n] is not empty, so the best fit is a bit scan (a bin
  * with its bit clear may be uninitialised: see zone_run_init). A bin has
  * two lists, as a buddy order has: dirty runs (newest at the head, so the
@@ -51,6 +52,16 @@ static size_t chunk_start(size_t idx)
 	return idx & ~(PC_RUN_MAX_PAGES - 1);
 }
 
+/* Whether the free run [idx, idx + n) has an end descriptor (PC_PG_RUN_END):
+ * not if it is one page long, nor if it ends where its chunk does, where no
+ * run is freed after it (runs never merge across a chunk's edge): a chunk
+ * cut from its start leaves its last descriptor page untouched, 4 KiB of
+ * RSS for a program whose runs fill only the start of its chunk. */
+static bool has_end(size_t idx, size_t n)
+{
+	return n > 1 && idx + n != chunk_start(idx) + PC_RUN_MAX_PAGES;
+}
+
 /* Put [idx, idx + n) of r on the heap as one free run backed by `mem`
  * (freed at freed_ns if DIRTY), at the head of its bin's list. */
 static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_t n,
@@ -61,7 +72,7 @@ static void run_insert(struct pc_zone *z, struct pc_region *r, size_t idx, size_
 	head->mem = (uint8_t)mem;
 	head->freed_ns = freed_ns;
 	pc_pg_set_state(head, PC_PG_RUN);
-	if (n > 1) {
+	if (has_end(idx, n)) {
 		r->pages[idx + n - 1].aux = (uint32_t)n;
 		pc_pg_set_state(&r->pages[idx + n - 1], PC_PG_RUN_END);
 	}
@@ -91,7 +102,7 @@ static void run_remove(struct pc_zone *z, struct pc_page *head)
 	if (head->mem == PC_MEM_DIRTY)
 		z->run_dirty_pages -= n;
 	pc_pg_set_state(head, PC_PG_NONE);
-	if (n > 1)
+	if (has_end((size_t)(head - pc_page_region(head)->pages), n))
 		pc_pg_set_state(head + n - 1, PC_PG_NONE);
 }
 
@@ -483,8 +494,10 @@ static bool run_check_one(struct pc_zone *z, struct pc_page *pg, size_t n, bool 
 		  z->id, n, pg->mem, d ? "dirty" : "clean");
 	PC_PAGE_CHECK(idx + n <= start + PC_RUN_MAX_PAGES && n < PC_RUN_MAX_PAGES,
 		  "zone %u: free run leaves its chunk", z->id);
-	PC_PAGE_CHECK(n == 1 || (pc_pg_state(pg + n - 1) == PC_PG_RUN_END && pg[n - 1].aux == n),
+	PC_PAGE_CHECK(!has_end(idx, n) || (pc_pg_state(pg + n - 1) == PC_PG_RUN_END && pg[n - 1].aux == n),
 		  "zone %u: free run of %zu without its end", z->id, n);
+	PC_PAGE_CHECK(has_end(idx, n) || n == 1 || pc_pg_state(pg + n - 1) == PC_PG_NONE,
+		  "zone %u: free run of %zu at its chunk's end with an end mark", z->id, n);
 	PC_PAGE_CHECK(idx == start || (pc_pg_state(pg - 1) != PC_PG_RUN &&
 				   pc_pg_state(pg - 1) != PC_PG_RUN_END),
 		  "zone %u: free runs not coalesced", z->id);
