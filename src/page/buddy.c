@@ -78,7 +78,7 @@ void zone_take_block_locked(struct pc_zone *z, struct pc_page *pg, unsigned orde
 #define CHUNK_PAGES ((size_t)1 << PC_MAX_ORDER)
 
 static bool carve_all_free(const struct pc_zone *z);
-static void carve_end_locked(struct pc_zone *z);
+static PC_COLD void carve_end_locked(struct pc_zone *z);
 
 /*
  * Free a block and merge it with its buddies. The buddy of the block of
@@ -174,8 +174,8 @@ static bool zone_seed_one_locked(struct pc_zone *z)
 
 /* [from, to) of the chunk at page idx of r, carve pages not yet carved, on
  * the lists as aligned FRESH blocks, each merged with its free buddies. */
-static void carve_release_range(struct pc_zone *z, struct pc_region *r, size_t idx, size_t from,
-				size_t to)
+PC_INLINE void carve_release_range(struct pc_zone *z, struct pc_region *r, size_t idx,
+				   size_t from, size_t to)
 {
 	while (from < to) {
 		unsigned o = (unsigned)__builtin_ctzl(from | CHUNK_PAGES);
@@ -193,19 +193,18 @@ static void carve_release_range(struct pc_zone *z, struct pc_region *r, size_t i
  * digits, largest first, each a free head of its order. */
 static bool carve_all_free(const struct pc_zone *z)
 {
-	size_t at = 0;
-	for (unsigned o = PC_MAX_ORDER; o-- > 0;) {
-		if (!(z->carve_next & ((size_t)1 << o)))
-			continue;
+	for (size_t at = 0, rest = z->carve_next; rest; ) {
+		unsigned o = 63 - (unsigned)__builtin_clzl(rest); /* the highest digit left */
 		const struct pc_page *pg = z->carve + at;
 		if (pc_pg_state(pg) != PC_PG_BUDDY || pc_pg_order(pg) != o)
 			return false;
 		at += (size_t)1 << o;
+		rest -= (size_t)1 << o;
 	}
 	return true;
 }
 
-static void carve_end_locked(struct pc_zone *z)
+static PC_COLD void carve_end_locked(struct pc_zone *z)
 {
 	struct pc_page *c = z->carve;
 	struct pc_region *r = pc_page_region(c);
@@ -220,7 +219,7 @@ static void carve_end_locked(struct pc_zone *z)
  * none either, or if the carve chunk has no room for the block: the carve
  * has then ended, its rest is on the lists, which the caller looks at
  * again. Head state PC_PG_NONE, mem FRESH. */
-static struct pc_page *carve_take_locked(struct pc_zone *z, unsigned order)
+PC_INLINE struct pc_page *carve_take_locked(struct pc_zone *z, unsigned order)
 {
 	if (!z->carve) {
 		if (z->seed_pages == 0)
@@ -370,14 +369,15 @@ struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool 
 	struct pc_page *pg = z->unkept_regions ? pick_placed(z, order, kept, &o) : NULL;
 	if (!pg) {
 		o = pick_order(z, order);
-		if (o > PC_MAX_ORDER && kept && order < PC_MAX_ORDER) { /* carving (above) */
+		/* carving (above): the carve chunk; if it ended, what it left on
+		 * the lists, else the next chunk */
+		for (int tries = 0; tries < 2 && o > PC_MAX_ORDER && kept && order < PC_MAX_ORDER; tries++) {
 			struct pc_page *c = carve_take_locked(z, order);
-			if (!c && (o = pick_order(z, order)) > PC_MAX_ORDER)
-				c = carve_take_locked(z, order); /* the next chunk */
 			if (c) {
 				mark_keep_mapped(z, c);
 				return c;
 			}
+			o = pick_order(z, order);
 		}
 		if (o > PC_MAX_ORDER && zone_seed_one_locked(z))
 			o = PC_MAX_ORDER;
