@@ -9,6 +9,7 @@
 #include "page.h"
 
 #include <errno.h>
+#include <string.h>
 
 bool page_stats_on(void)
 {
@@ -260,17 +261,27 @@ void zone_seed_all_locked(struct pc_zone *z)
 		;
 }
 
-/* pc_page_check: the carve chunk lies in a keep_mapped region of z, and
- * has both pages carved and pages not yet carved, not all of the first
- * free (the carve would have ended). */
+/* pc_page_check: the carve chunk lies in a keep_mapped region of z, is
+ * not among the chunks not yet seeded, has both pages carved and pages
+ * not yet carved, not all of the first free (the carve would have ended),
+ * and no descriptor of the pages not yet carved was written (what the
+ * merges and free_pages rely on: no head there, free or in use). */
 bool zone_carve_check_locked(struct pc_zone *z)
 {
 	if (!z->carve)
 		return z->carve_next == 0;
 	struct pc_region *r = pc_page_region(z->carve);
 	size_t idx = (size_t)(z->carve - r->pages);
-	return r->zone == z && r->keep_mapped && (idx & (CHUNK_PAGES - 1)) == 0 && z->carve_next > 0 &&
-	       z->carve_next < CHUNK_PAGES && !carve_all_free(z);
+	if (r->zone != z || !r->keep_mapped || (idx & (CHUNK_PAGES - 1)) != 0 || z->carve_next == 0 ||
+	    z->carve_next >= CHUNK_PAGES || carve_all_free(z))
+		return false;
+	if (r == z->seed_region && idx >= PC_REGION_PAGES - z->seed_pages)
+		return false;
+	static const struct pc_page untouched;
+	for (size_t i = z->carve_next; i < CHUNK_PAGES; i++)
+		if (memcmp(&z->carve[i], &untouched, sizeof untouched) != 0)
+			return false;
+	return true;
 }
 
 /* Smallest order >= `order` with a dirty block, else the smallest with any
@@ -366,19 +377,27 @@ struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool 
 {
 	pc_lock_assert_held(&z->lock);
 	unsigned o = PC_MAX_ORDER + 1;
-	struct pc_page *pg = z->unkept_regions ? pick_placed(z, order, kept, &o) : NULL;
-	if (!pg) {
+	struct pc_page *pg = NULL;
+	/* Carving (above), where a split chunk's halves would have served:
+	 * when nothing on the lists serves the block, and, for the placement
+	 * by region, before any block of an unpinned region (the carve chunk's
+	 * rest is free memory of a pinned region, on no list). If the carve
+	 * ended, what it left is on the lists: look again; then a new carve. */
+	for (int tries = 0;; tries++) {
+		pg = z->unkept_regions ? pick_placed(z, order, kept, &o) : NULL;
+		if (pg)
+			break;
 		o = pick_order(z, order);
-		/* carving (above): the carve chunk; if it ended, what it left on
-		 * the lists, else the next chunk */
-		for (int tries = 0; tries < 2 && o > PC_MAX_ORDER && kept && order < PC_MAX_ORDER; tries++) {
-			struct pc_page *c = carve_take_locked(z, order);
-			if (c) {
-				mark_keep_mapped(z, c);
-				return c;
-			}
-			o = pick_order(z, order);
+		bool carve_first = z->unkept_regions && z->carve;
+		if (!kept || order >= PC_MAX_ORDER || tries == 2 || (o <= PC_MAX_ORDER && !carve_first))
+			break;
+		struct pc_page *c = carve_take_locked(z, order);
+		if (c) {
+			mark_keep_mapped(z, c);
+			return c;
 		}
+	}
+	if (!pg) {
 		if (o > PC_MAX_ORDER && zone_seed_one_locked(z))
 			o = PC_MAX_ORDER;
 		if (o > PC_MAX_ORDER)

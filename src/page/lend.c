@@ -74,7 +74,7 @@ static void lend_free_range_locked(struct pc_zone *z, struct pc_region *r, size_
 /* Take [start, start + pages) of r off z's free lists: every free block that
  * overlaps it is taken whole, and the parts of those outside the range go
  * back. Returns whether all of it was never touched (FRESH). Under z->lock. */
-static bool lend_carve_locked(struct pc_zone *z, struct pc_region *r, size_t start, size_t pages)
+static bool lend_take_range_locked(struct pc_zone *z, struct pc_region *r, size_t start, size_t pages)
 {
 	size_t end = start + pages, i = start;
 	enum pc_mem last_mem = PC_MEM_FRESH;
@@ -109,7 +109,7 @@ void *page_lend(size_t pages, bool *fresh)
 		void *p = NULL;
 		zone_seed_all_locked(z); /* every chunk is a candidate */
 		if (lend_best_fit_locked(z, pages, &r, &start)) {
-			*fresh = lend_carve_locked(z, r, start, pages);
+			*fresh = lend_take_range_locked(z, r, start, pages);
 			struct pc_page *head = &r->pages[start];
 			head->aux = (uint32_t)pages;
 			pc_pg_set_state(head, PC_PG_LENT);

@@ -389,7 +389,10 @@ void page_free_pages(void *p, unsigned order)
 }
 
 /* A run's head as the free path finds it: a run handed out (not free, not
- * on a list), owned by the caller. */
+ * on a list), owned by the caller. Best effort: a second free of a run
+ * that has merged into a free run since is caught only if its head page is
+ * that run's head or end mark, and a free run that ends at its chunk's end
+ * has no end mark (run.c, has_end). */
 static bool run_head_live(const struct pc_page *pg)
 {
 	unsigned st = pc_pg_state_acquire(pg);

@@ -22,10 +22,10 @@
  *                     not from the carve); order 8: page 256, 16..255 in
  *                     pieces; order 9: page 512, the chunk all carved (no
  *                     carve chunk left); nothing written past the carve;
- *  carve_whole_again  all of it freed: the chunk is one free top-order
- *                     block again (the carve ends when everything carved
- *                     is free, or it would be 9 free blocks below the top
- *                     order for ever);
+ *  carve_whole_again  all of it freed: the chunk, carved whole already,
+ *                     is one free top-order block again (the carve that
+ *                     ends because everything carved from it is free is
+ *                     carve_no_room's third chunk);
  *  carve_no_room      a carve at 520 pages asked for order 9: it ends (its
  *                     rest on the lists as aligned blocks, merged with
  *                     what is free before it) and the next chunk is
