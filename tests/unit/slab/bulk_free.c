@@ -153,10 +153,15 @@ static void whole_slabs(unsigned cpu, unsigned min_partial)
 	check_drained_and_destroy(s);
 }
 
-/* Options of the carry's tests: the test's sheaves of `cap`, a barn that
- * keeps none full (every full sheaf refused), no slab kept empty. */
-static struct pc_cache *carry_cache(unsigned cap, unsigned *per)
+/* The carry's tests start here: pinned to the first CPU allowed (NULL,
+ * the test skipped, where it cannot be), its node in *node; options: the
+ * test's sheaves of `cap`, a barn that keeps none full (every full sheaf
+ * refused), no slab kept empty. */
+static struct pc_cache *carry_cache(unsigned cap, unsigned *per, unsigned *node)
 {
+	if (!pin_cpu0_or_skip())
+		return NULL;
+	*node = pc_cpu_node((unsigned)test_cpu(0));
 	set_opt(PC_OPT_STATS_ENABLE, 1);
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, cap);
 	set_opt(PC_OPT_SLUB_BARN_SHEAVES, 0);
@@ -223,13 +228,44 @@ static struct pc_sheaf *carry_first_halves(struct pc_cache *s, unsigned per, uns
 	return sh;
 }
 
+static void shrink_one(struct pc_cache *s)
+{
+	pc_cache_shrink(s);
+}
+
+static void decay_all(struct pc_cache *s)
+{
+	(void)s;
+	pc_slab_decay_pass();
+}
+
+/* A carry made again (carry_first_halves) and flushed by flush(): nothing
+ * left in the barn, the first halves back on their slabs as chains; then
+ * the second halves freed. */
+static void carry_flushed_by(struct pc_cache *s, unsigned per, unsigned node, struct pc_page **slab,
+			     void (*flush)(struct pc_cache *))
+{
+	unsigned half = per / 2;
+	struct pc_barn *b = s->barn[node];
+	carry_first_halves(s, per, node, slab);
+	flush(s);
+	CHECK(pc_load_relaxed(&b->carry) == NULL);
+	CHECK_EQ(barn_count_objects(s, node), 0);
+	for (unsigned j = 0; j < 2; j++)
+		CHECK_EQ(PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab[j])->word)), per - half);
+	CHECK_EQ(pc_cache_check(s), 2 * (per - half));
+	for (unsigned j = 0; j < 2; j++)
+		for (unsigned i = half; i < per; i++)
+			pc_cache_free(s, out[j * per + i]);
+	CHECK_EQ(pc_cache_check(s), 0);
+}
+
 TEST(carry)
 {
-	if (!pin_cpu0_or_skip())
+	unsigned per, node;
+	struct pc_cache *s = carry_cache(32, &per, &node);
+	if (!s)
 		return;
-	unsigned cpu = (unsigned)test_cpu(0), per; /* pinned to it */
-	unsigned node = pc_cpu_node(cpu);
-	struct pc_cache *s = carry_cache(32, &per);
 	REQUIRE(per <= 32);
 	struct pc_page *slab[2];
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, (long)per);
@@ -253,29 +289,10 @@ TEST(carry)
 	CHECK_EQ(slabs_of(s), 0);
 	CHECK_EQ(pattern_lost(s, per, 0, 3) + pattern_lost(s, per, 1, 3), 0);
 
-	/* A carry flushed by a shrink: the halves back as chains (linked). */
-	carry_first_halves(s, per, node, slab);
-	pc_cache_shrink(s);
-	CHECK(pc_load_relaxed(&b->carry) == NULL);
-	CHECK_EQ(barn_count_objects(s, node), 0);
-	for (unsigned j = 0; j < 2; j++)
-		CHECK_EQ(PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab[j])->word)), per - half);
-	CHECK_EQ(pc_cache_check(s), 2 * (per - half));
-	for (unsigned j = 0; j < 2; j++)
-		for (unsigned i = half; i < per; i++)
-			pc_cache_free(s, out[j * per + i]);
-	CHECK_EQ(pc_cache_check(s), 0);
-
-	/* And by a decay pass. */
-	carry_first_halves(s, per, node, slab);
-	pc_slab_decay_pass();
-	CHECK(pc_load_relaxed(&b->carry) == NULL);
-	for (unsigned j = 0; j < 2; j++)
-		CHECK_EQ(PC_SLAB_INUSE(pc_load_relaxed(&slab_word(slab[j])->word)), per - half);
-	CHECK_EQ(pc_cache_check(s), 2 * (per - half));
-	for (unsigned j = 0; j < 2; j++)
-		for (unsigned i = half; i < per; i++)
-			pc_cache_free(s, out[j * per + i]);
+	/* A carry flushed by a shrink, and by a decay pass: the halves back
+	 * as chains (linked). */
+	carry_flushed_by(s, per, node, slab, shrink_one);
+	carry_flushed_by(s, per, node, slab, decay_all);
 	carry_cache_done(s);
 }
 
@@ -336,11 +353,10 @@ static void carry_next_flush(struct pc_cache *s, unsigned per, unsigned node)
 
 TEST(carry_then_others)
 {
-	if (!pin_cpu0_or_skip())
+	unsigned per, node;
+	struct pc_cache *s = carry_cache(32, &per, &node);
+	if (!s)
 		return;
-	unsigned per;
-	unsigned node = pc_cpu_node((unsigned)test_cpu(0));
-	struct pc_cache *s = carry_cache(32, &per);
 	REQUIRE(per >= 8);
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, (long)per);
 	carry_next_flush(s, per, node);
@@ -383,11 +399,10 @@ static void evict_hook(struct pc_cache *s, uint32_t i)
 
 TEST(evicted_chain_not_carried)
 {
-	if (!pin_cpu0_or_skip())
+	unsigned per, node;
+	struct pc_cache *s = carry_cache(8, &per, &node);
+	if (!s)
 		return;
-	unsigned per;
-	unsigned node = pc_cpu_node((unsigned)test_cpu(0));
-	struct pc_cache *s = carry_cache(8, &per);
 	set_opt(PC_OPT_SLUB_CPU_PARTIAL, 0); /* Y's first chain lists it on the node */
 	set_opt(PC_OPT_SLUB_SHEAF_CAPACITY, 8);
 	REQUIRE(5 * per <= MAX);
