@@ -103,46 +103,20 @@ INSERT AFTER .text;
 """
 
 
-# The .bss variables that a small program writes (an empty program, one
-# malloc, bench_small with 1 and 2 threads, bench_larson with 2), first in
-# the .bss, right after .data, whose last page the loader's relocations
-# write anyway; the sources are compiled with -fdata-sections, so each is an
-# input section .bss.NAME. By default the .bss follows the objects' order,
-# and these few hundred bytes of scalars lay between megabytes of tables on
-# six pages (docs/footprint.md, "2026-11-25 morning, helper footprint2");
-# those that a running program writes (locks, counters) after the rest, so
-# that no cache line holds both one of them and what a fast path reads.
-# Found by linking each .bss variable on a page of its own and reading which
-# pages the workloads wrote (present and exclusively mapped in
-# /proc/self/pagemap: a page only read maps the shared zero page). The
-# scalars first, then the arrays whose first entries are written, smallest
-# first, zone_table (32 KiB, one entry per zone) last. pc_region_table
-# (16 MiB) stays out: the entry written depends on the region's address.
-# A name the linker does not find is skipped, as in the text's list; crt's
-# completed.0, written at exit, stays in the first page.
-HOT_BSS = [
-    # Read by malloc's fast path or often, written once at start-up:
-    "pc_sheaf_slots_offset", "pc_malloc_ready", "sheaf_mode", "sheaf_caches_state.*",
-    "lock_layer_state", "pc_lock_stats_enabled", "ctl_stat_reader", "hook_count",
-    "init_state", "started.*", "state.*", "nr_nodes", "nr_zones", "numa_bind",
-    "medium_ncpus", "medium_once", "medium_budget", "pc_medium_slots", "pc_medium_stride",
-    "medium_cpus", "medium_stacks", "cold_chunk", "hot_chunk", "sheaf_caches",
-    "release_hooks", "class_once", "option_resolvers",
-    # written later too (locks, counters): after class_once and
-    # option_resolvers, so on other cache lines than pc_sheaf_slots_offset:
-    "slab_mutex", "sheaves_charged", "next_pass_ns", "medium_decay_lock",
-    "lock_registry_head", "lock_registry_lock"]
-HOT_BSS_ARRAYS = ["nodes", "cpu_node", "cpu_zone", "zone_table"]
-
-
 # The read-only data that small programs read, in the first segment (ELF
 # headers, symbols, relocations: resident whole, as the loader reads it),
-# after the relocations, in the last page's free part: the strings of the listed
-# functions (-ffunction-sections names them .rodata.FUNCTION.str1.N) and
-# these tables (-fdata-sections: .rodata.NAME). The .rodata segment (16 kB,
-# one fault-around window) is then read by no small program and stays out
-# of its RSS; a read of something not listed maps it whole, as before.
+# after the relocations, in the last page's free part: the strings of the
+# listed functions (-ffunction-sections names them .rodata.FUNCTION.str1.N),
+# of HOT_RODATA_STRINGS' functions and these tables (-fdata-sections:
+# .rodata.NAME). The .rodata segment (16 kB, one fault-around window) is
+# then read by no small program and stays out of its RSS; a read of
+# something not listed maps it whole, as before. A literal that several
+# functions of an object use is emitted once, in the section of the first
+# function that uses it (pc_slub_debug_flags reads "" from
+# pc_slub_debug_text's): tests/unit/os/library_layout.sh fails when code of
+# .text.pc_hot refers to the .rodata segment; name the owner below.
 HOT_RODATA = ["pc_class_of8", "pc_class_size", "tunables.*"]
+HOT_RODATA_STRINGS = ["pc_slub_debug_text"]
 
 
 def rodata_block(functions):
@@ -154,17 +128,66 @@ def rodata_block(functions):
     # Constants the compiler emits (SSE operands: zone_alloc_block_locked's
     # paddq), merged per object; the reports' and checkers' stay cold.
     lines += ["    *(EXCLUDE_FILE(*/stats/* *check.c.o *describe.c.o) .rodata.cst*)"]
-    lines += [f"    *(.rodata.{n}.*)" for n in functions]
+    lines += [f"    *(.rodata.{n}.*)" for n in HOT_RODATA_STRINGS + functions]
     lines += ["  }", "}", "INSERT AFTER .rela.plt;", ""]
     return "\n".join(lines)
+
+
+# The .bss variables that small programs write (an empty program, one
+# malloc, bench_small with 1 and 2 threads, bench_larson with 2; each with
+# rseq and in thread mode, GLIBC_TUNABLES=glibc.pthread.rseq=0), first in
+# the .bss, right after .data, whose last page the loader's relocations
+# write anyway; the sources are compiled with -fdata-sections, so each is an
+# input section .bss.NAME. By default the .bss follows the objects' order,
+# and these few hundred bytes lay between megabytes of tables on four pages
+# besides the region table's entry; here on .data's last page and the next
+# two (docs/footprint.md, "2026-11-25 morning, helper footprint2"). Found by
+# linking each .bss variable on a page of its own and reading which pages
+# the workloads wrote (present and exclusively mapped in /proc/self/pagemap:
+# a page only read maps the shared zero page). First the scalars read on
+# fast paths or often and written once, then, on cache lines of their own
+# (ALIGN(64)), those a running program writes (locks, counters), then the
+# arrays whose first entries are written, smallest first, zone_table (32
+# KiB, one entry per zone) last. pc_region_table (16 MiB) stays out: the
+# entry written depends on the region's address. An entry is NAME or
+# (OBJECT, NAME) for a name other objects could use too. A name the linker
+# does not find is skipped, as in the text's list; crt's completed.0,
+# written at exit, stays first.
+HOT_BSS = [
+    "pc_sheaf_slots_offset", "pc_malloc_ready", "sheaf_mode", "sheaf_caches_state.*",
+    "lock_layer_state", "pc_lock_stats_enabled", "ctl_stat_reader",
+    ("page/release_thread.c.o", "hook_count"), ("page/topology.c.o", "init_state"),
+    ("stats/start.c.o", "started.*"), ("ctl/options.c.o", "state.*"),
+    ("slab/cache.c.o", "state.*"), "nr_nodes", "nr_zones", "numa_bind", "medium_ncpus",
+    "medium_once", "medium_budget", "pc_medium_slots", "pc_medium_stride", "medium_cpus",
+    "medium_stacks", "cold_chunk", "hot_chunk", "sheaf_caches", "release_hooks",
+    "class_once", "option_resolvers",
+    # thread mode's (sheaf_thread.c, medium_thread.c)
+    "fence_mode", "medium_thread_on", "pc_medium_thread_budget", "thread_caches",
+]
+HOT_BSS_WRITTEN = [
+    "slab_mutex", "sheaves_charged", "next_pass_ns", "medium_decay_lock",
+    "lock_registry_head", "lock_registry_lock", "threads_lock", "walk_seq",
+    "medium_threads_lock",
+]
+HOT_BSS_ARRAYS = [("page/topology.c.o", "nodes"), "cpu_node", "cpu_zone", "zone_table"]
+
+
+def bss_entry(e):
+    obj, name = e if isinstance(e, tuple) else ("", e)
+    return f"    *{obj}(.bss.{name})"
 
 
 def bss_block():
     """The linker script's part that places HOT_BSS before the .bss."""
     lines = ["/* The .bss variables small programs write, first (tools/hot_text.py,",
-             " * HOT_BSS): on two pages after .data instead of six. */",
+             " * HOT_BSS): on .data's last page and the next two. */",
              "SECTIONS", "{", "  .bss.pc_hot : {", "    *crtbegin*.o(.bss .bss.*)"]
-    lines += [f"    *(.bss.{n})" for n in HOT_BSS + HOT_BSS_ARRAYS]
+    lines += [bss_entry(e) for e in HOT_BSS]
+    lines += ["    . = ALIGN(64); /* written while the program runs */"]
+    lines += [bss_entry(e) for e in HOT_BSS_WRITTEN]
+    lines += ["    /* arrays */"]
+    lines += [bss_entry(e) for e in HOT_BSS_ARRAYS]
     lines += ["  }", "}", "INSERT BEFORE .bss;", ""]
     return "\n".join(lines)
 
