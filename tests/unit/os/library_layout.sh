@@ -24,7 +24,18 @@
 #    tables, the strings of the functions in the text's list, the compiler's
 #    constants) lies in the first segment, which the loader reads (resident
 #    whole), so that the .rodata segment stays out of a small program's RSS;
-#    pc_class_of8 and pc_class_size are in it.
+#    pc_class_of8 and pc_class_size are in it; with window=1, no code of
+#    .text.pc_hot refers to the .rodata segment (objdump: a literal or
+#    constant of a hot function left there maps the segment again);
+#  - pc_sheaf_slots_offset (malloc's and free's fast paths read it) and
+#    slab_mutex (written while the program runs) on different cache lines;
+#  - with window=1, at run time: a program that calls malloc and free writes
+#    no page of the library's .bss but .data's last page, the next two and
+#    the region table's own (present and exclusively mapped in pagemap),
+#    with rseq and in thread mode; a start-up variable missing from the list
+#    adds a page. A page count, no timing; skipped with THP "always" (a huge
+#    page would back the .bss), on more than one node and without a C
+#    compiler.
 #
 # Usage: library_layout.sh LIBPCMALLOC_SO window=0|1
 # Prints "N passed, N failed"; exits 1 when any check fails.
@@ -67,35 +78,58 @@ script=$(dirname "$0")/../../../cmake/hot-text.ld
 set -- $(readelf -SW "$lib" | sed -n 's/.* \.bss\.pc_hot  *NOBITS  *\([0-9a-f]*\) [0-9a-f]* \([0-9a-f]*\).*/\1 \2/p')
 if [ $# -eq 2 ]; then ok; else bad "$lib has no .bss.pc_hot section (cmake/hot-text.ld: tools/hot_text.py HOT_BSS)"; fi
 hstart=$((0x${1:-0})) hend=$((0x${1:-0} + 0x${2:-0}))
-bss=$(readelf -SW "$lib" | sed -n 's/.* \.bss  *NOBITS  *\([0-9a-f]*\) .*/\1/p')
-if [ -n "$bss" ] && [ $((0x$bss)) -ge "$hend" ]; then ok; else bad ".bss.pc_hot is not before .bss"; fi
-syms=$(nm -S --defined-only "$lib" | awk 'NF == 4 && $3 ~ /^[bBdDrR]$/ { print $4, $1, $2 }')
+set -- $(readelf -SW "$lib" | sed -n 's/.* \.bss  *NOBITS  *\([0-9a-f]*\) [0-9a-f]* \([0-9a-f]*\).*/\1 \2/p')
+if [ $# -eq 2 ] && [ $((0x$1)) -ge "$hend" ]; then ok; else bad ".bss.pc_hot is not before .bss"; fi
+bend=$((0x${1:-0} + 0x${2:-0}))
+syms=$(nm -S --defined-only "$lib" | awk 'NF == 4 { print $4, $1, $2, $3 }')
+bsyms=$(echo "$syms" | awk '$4 ~ /^[bB]$/')
+# Each entry: [*OBJECT](.bss.NAME) (NAME.* for the numbered statics:
+# state.0, started.0). Unqualified, every .bss symbol of that name must be
+# in .bss.pc_hot; qualified (a name other objects may use too), one of them.
 lo= hi= arrays=0 found=0
-for pat in $(sed -n 's/^ *\*(\.bss\.\([^ )]*\))$/\1/p' "$script"); do
-	[ "$pat" = nodes ] && arrays=1
-	# A name, or NAME.* for the numbered statics (state.0, started.0).
-	places=$(echo "$syms" | awk -v p="$pat" '{ n = $1; if (p ~ /\.\*$/) { sub(/\.[0-9]+$/, "", n); n = n ".*" } }
+entries=$(sed -n 's/^ *\(\*[^ ]*(\.bss\.[^ )]*)\)$/\1/p; s|^ *\(/\* arrays \*/\)$|\1|p' "$script")
+while read -r line; do
+	case "$line" in
+	"/* arrays */") arrays=1; continue ;;
+	"*("*) qual=0 ;;
+	*) qual=1 ;;
+	esac
+	pat=${line#*(.bss.}
+	pat=${pat%)}
+	places=$(echo "$bsyms" | awk -v p="$pat" '{ n = $1; if (p ~ /\.\*$/) { sub(/\.[0-9]+$/, "", n); n = n ".*" } }
 		n == p { print $2 ":" $3 }')
 	if [ -z "$places" ]; then
 		echo "library_layout: cmake/hot-text.ld places .bss.$pat, which $lib does not define (rerun tools/hot_text.py)" >&2
 		continue
 	fi
-	found=$((found + 1))
+	found=$((found + 1)) inside=0 outside=
 	for place in $places; do
 		a=$((0x${place%%:*})) z=$((0x${place#*:}))
 		if [ "$a" -lt "$hstart" ] || [ $((a + z)) -gt "$hend" ]; then
-			bad ".bss.$pat ($(printf 0x%x "$a")) is not in .bss.pc_hot"
+			outside="$outside $(printf 0x%x "$a")"
 			continue
 		fi
-		ok
+		inside=$((inside + 1))
 		[ "$arrays" = 1 ] && continue
 		[ -z "$lo" ] || [ "$a" -lt "$lo" ] && lo=$a
 		[ -z "$hi" ] || [ $((a + z)) -gt "$hi" ] && hi=$((a + z))
 	done
-done
+	if [ "$inside" -gt 0 ] && { [ "$qual" = 1 ] || [ -z "$outside" ]; }; then ok; else
+		bad ".bss.$pat is not in .bss.pc_hot (at$outside)"
+	fi
+done <<ENTRIES
+$entries
+ENTRIES
 if [ "$found" -gt 0 ]; then ok; else bad "none of cmake/hot-text.ld's .bss names is in $lib"; fi
 if [ -n "$lo" ] && [ $((hi - lo)) -le 4096 ]; then ok; else
 	bad "the written .bss scalars span $(printf 0x%x "${lo:-0}")-$(printf 0x%x "${hi:-0}"): more than 4 KiB"
+fi
+# What malloc's fast path reads and what a running program writes, on
+# different cache lines (the script's ALIGN(64) between the two groups).
+fast=$(echo "$bsyms" | awk '$1 == "pc_sheaf_slots_offset" { print $2; exit }')
+lock=$(echo "$bsyms" | awk '$1 == "slab_mutex" { print $2; exit }')
+if [ -n "$fast" ] && [ -n "$lock" ] && [ $((0x$fast / 64)) -ne $((0x$lock / 64)) ]; then ok; else
+	bad "pc_sheaf_slots_offset (0x${fast:-?}) and slab_mutex (0x${lock:-?}) share a cache line"
 fi
 # The hot read-only data, in the first segment.
 first=$(readelf -lW "$lib" | awk '$1 == "LOAD" && $2 == "0x000000" { print $5; exit }')
@@ -110,5 +144,85 @@ for n in pc_class_of8 pc_class_size; do
 		bad "$n (0x${a:-?}) is not in .rodata.pc_hot"
 	fi
 done
+if [ "$inwindow" = window=1 ]; then
+	# No code of .text.pc_hot refers to the .rodata segment (the third
+	# LOAD, read-only): a string or constant of a hot function left there
+	# maps the whole segment (tools/hot_text.py, HOT_RODATA_STRINGS).
+	set -- $(readelf -lW "$lib" | awk '$1 == "LOAD" && $7 == "R" && $8 ~ /^0x/ && $2 != "0x000000" { print $3, $5; exit }')
+	ro=$((${1:-0})) roend=$((${1:-0} + ${2:-0}))
+	refs=$(objdump -d --no-show-raw-insn -j .text.pc_hot "$lib" |
+	       awk '/^[0-9a-f]+ <.*>:$/ { f = $2 } /# [0-9a-f]+ </ { for (i = 1; i < NF; i++) if ($i == "#") print f, $(i + 1) }' |
+	       while read -r f a; do
+		       if [ $((0x$a)) -ge "$ro" ] && [ $((0x$a)) -lt "$roend" ]; then echo "$f 0x$a"; fi
+	       done | sort -u)
+	if [ "$ro" -gt 0 ] && [ -z "$refs" ]; then ok; else
+		bad "code of .text.pc_hot reads the .rodata segment: $(echo $refs) (list the literal's section in tools/hot_text.py)"
+	fi
+	# At run time: a program that calls malloc and free writes no page of
+	# the library's .bss but .data's last page, the next two and the region
+	# table's entry (pagemap: present and exclusively mapped), with rseq and
+	# in thread mode. Skipped where a huge page could back the .bss (THP
+	# "always"), on more than one node (NUMA start-up writes more) and
+	# without a C compiler.
+	thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+	nodes=$(cat /sys/devices/system/node/possible 2>/dev/null || echo 0)
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	cat > "$tmp/w.c" <<'CEOF'
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* Prints how many pages of [lo, hi) (offsets from libpcmalloc's first
+ * mapping) are written, those wholly in [rlo, rhi) apart, and whether the
+ * library was found. */
+int main(int argc, char **argv)
+{
+	void *volatile p = malloc(16);
+	free(p);
+	if (argc != 5)
+		return 2;
+	unsigned long lo = strtoul(argv[1], 0, 16), hi = strtoul(argv[2], 0, 16);
+	unsigned long rlo = strtoul(argv[3], 0, 16), rhi = strtoul(argv[4], 0, 16);
+	FILE *m = fopen("/proc/self/maps", "r"), *pm = fopen("/proc/self/pagemap", "rb");
+	char line[512];
+	unsigned long base = 0, a, b, off, in = 0, rt = 0;
+	while (m && pm && fgets(line, sizeof(line), m)) {
+		if (sscanf(line, "%lx-%lx %*s %lx", &a, &b, &off) != 3)
+			continue;
+		if (!base && strstr(line, "libpcmalloc") && off == 0)
+			base = a;
+		for (unsigned long q = a; base && q < b; q += 4096) {
+			uint64_t v = 0;
+			if (q < base + lo || q >= base + hi)
+				continue;
+			if (fseek(pm, (long)(q / 4096 * 8), SEEK_SET) != 0 || fread(&v, 8, 1, pm) != 1)
+				continue;
+			if (!(v >> 63) || !((v >> 56) & 1)) /* not present, or the zero page */
+				continue;
+			if (q >= base + rlo && q + 4096 <= base + rhi) /* the table's own pages */
+				rt++;
+			else
+				in++;
+		}
+	}
+	printf("%lu %lu %d\n", in, rt, base != 0);
+	return 0;
+}
+CEOF
+	if echo "$thp" | grep -q '\[always\]' || [ "$nodes" != 0 ] || ! ${CC:-cc} -O1 -o "$tmp/w" "$tmp/w.c" 2>/dev/null; then
+		echo "library_layout: the run-time check of written .bss pages skipped (THP: $thp; nodes: $nodes; or no C compiler)" >&2
+	else
+		set -- $(echo "$syms" | awk '$1 == "pc_region_table" { print $2, $3; exit }')
+		rlo=${1:-0} rhi=$(printf %x $((0x${1:-0} + 0x${2:-0})))
+		for tun in "" glibc.pthread.rseq=0; do
+			set -- $(env -i PATH="$PATH" GLIBC_TUNABLES="$tun" LD_PRELOAD="$lib" "$tmp/w" \
+				 "$(printf %x $((hstart / 4096 * 4096)))" "$(printf %x "$bend")" "$rlo" "$rhi")
+			if [ "${3:-0}" = 1 ] && [ "$1" -le 3 ] && [ "$2" -le 2 ]; then ok; else
+				bad "a malloc and a free (GLIBC_TUNABLES=$tun) wrote ${1:-?} pages of the library's .bss besides the region table's ${2:-?} (at most 3 and 2: .data's last page and the next two; a start-up variable is missing from tools/hot_text.py HOT_BSS)"
+			fi
+		done
+	fi
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
