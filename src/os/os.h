@@ -396,7 +396,11 @@ bool pc_life_is_registered(const char *name);
  * That is a fact of the layout, checked by tests/hot-text.sh (each
  * .data.pc_startup variable in .data, on a page that a relocation
  * writes): should .data grow past the table, that check fails. Small
- * scalars only: what is added here moves the .bss behind it.
+ * scalars only: what is added here moves the .bss behind it. A
+ * zero-initialised variable that start-up writes, in any layer, goes in
+ * the .bss instead, named in tools/hot_text.py's HOT_BSS (rerun it): the
+ * linker script puts those right after .data (.bss.pc_hot). PC_STARTUP_DATA
+ * is for the few that must lie on a page the relocations write.
  */
 #define PC_STARTUP_DATA __attribute__((section(".data.pc_startup")))
 
