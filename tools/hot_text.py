@@ -146,8 +146,8 @@ def rodata_block(functions):
 # the workloads wrote (present and exclusively mapped in /proc/self/pagemap:
 # a page only read maps the shared zero page). First the scalars read on
 # fast paths or often and written once, then, on cache lines of their own
-# (ALIGN(64)), those a running program writes (locks, counters), then the
-# arrays whose first entries are written, smallest first, zone_table (32
+# (ALIGN(64) before and after), those a running program writes (locks,
+# counters), then the arrays whose first entries are written, smallest first, zone_table (32
 # KiB, one entry per zone) last. pc_region_table (16 MiB) stays out: the
 # entry written depends on the region's address. An entry is NAME or
 # (OBJECT, NAME) for a name other objects could use too. A name the linker
@@ -186,6 +186,7 @@ def bss_block():
     lines += [bss_entry(e) for e in HOT_BSS]
     lines += ["    . = ALIGN(64); /* written while the program runs */"]
     lines += [bss_entry(e) for e in HOT_BSS_WRITTEN]
+    lines += ["    . = ALIGN(64); /* nodes[0] is read on every page allocation */"]
     lines += ["    /* arrays */"]
     lines += [bss_entry(e) for e in HOT_BSS_ARRAYS]
     lines += ["  }", "}", "INSERT BEFORE .bss;", ""]
