@@ -28,6 +28,10 @@ static void *worker(void *arg)
 		free(blk[k]);
 		size_t n = logu(&s, 65536, 4194304);
 		blk[k] = malloc(n);
+		if (!blk[k]) {
+			perror("malloc");
+			exit(1);
+		}
 		for (size_t j = 0; j < n; j += 4096) ((volatile char *)blk[k])[j] = 1;
 	}
 	for (int k = 0; k < 8; k++) free(blk[k]);

@@ -2,9 +2,12 @@
  * page/buddy.c - the buddy free lists of a zone and growing a zone by
  * mapping a region (release.c returns free memory to the OS).
  *
- * Owns the free areas and counters of every zone (under zone->lock) and the
- * region list (appended under zone->lock, with zone->grow_lock serialising
- * the mapping). See page.h for the invariants.
+ * Owns the free areas and counters of every zone (under zone->lock), the
+ * chunks not yet seeded and the carve chunk (zone->seed_region, seed_pages,
+ * carve, carve_next: under zone->lock; small blocks are carved from a fresh
+ * chunk rather than split from it, "carving" below) and the region list
+ * (appended under zone->lock, with zone->grow_lock serialising the
+ * mapping). See page.h for the invariants.
  */
 #include "page.h"
 
@@ -219,7 +222,10 @@ static PC_COLD void carve_end_locked(struct pc_zone *z)
  * next chunk not yet seeded if there is no carve chunk; NULL if there is
  * none either, or if the carve chunk has no room for the block: the carve
  * has then ended, its rest is on the lists, which the caller looks at
- * again. Head state PC_PG_NONE, mem FRESH. */
+ * again. Head state PC_PG_NONE, mem FRESH. A slow path, yet inlined (with
+ * carve_release_range): every program enters it, and cmake/hot-text.ld
+ * places the text programs enter by function name, so a function of its
+ * own would land outside that text. */
 PC_INLINE struct pc_page *carve_take_locked(struct pc_zone *z, unsigned order)
 {
 	if (!z->carve) {
@@ -265,7 +271,10 @@ void zone_seed_all_locked(struct pc_zone *z)
  * not among the chunks not yet seeded, has both pages carved and pages
  * not yet carved, not all of the first free (the carve would have ended),
  * and no descriptor of the pages not yet carved was written (what the
- * merges and free_pages rely on: no head there, free or in use). */
+ * merges and free_pages rely on: no head there, free or in use). That
+ * reads up to 64 KiB of descriptors never touched (zero pages mapped, a
+ * fault on their first write later): pc_page_check only, so footprints are
+ * not measured after it (tests, PC_DEBUG >= 3). */
 bool zone_carve_check_locked(struct pc_zone *z)
 {
 	if (!z->carve)
@@ -368,9 +377,12 @@ static void mark_keep_mapped(struct pc_zone *z, struct pc_page *pg)
  * keep its freed time). Resident (dirty) memory is preferred even when it
  * means splitting a larger block: reusing it costs no page faults, while
  * taking clean blocks would let dirty ones pile up until they are released
- * and faulted in again. The placement by region above comes first. kept:
- * the block is for pc_alloc_pages (its region is then marked keep_mapped),
- * else a chunk for the run heap.
+ * and faulted in again. The placement by region above comes first. A
+ * block below the top order for pc_alloc_pages is carved from the carve
+ * chunk instead ("carving" above) when nothing on the lists serves it, or
+ * when the placement finds nothing in a pinned region. kept: the block is
+ * for pc_alloc_pages (its region is then marked keep_mapped), else a chunk
+ * for the run heap.
  * Returns the head with state PC_PG_NONE (the caller sets it), or NULL.
  */
 struct pc_page *zone_alloc_block_locked(struct pc_zone *z, unsigned order, bool kept)
