@@ -35,12 +35,17 @@ def main():
             t0 = time.perf_counter()
             pid = os.fork()
             if pid == 0:
-                fd = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(fd, 1)
-                if pin:
-                    os.sched_setaffinity(0, {int(pin)})
-                os.execve(prog[0], prog, env)
-            _, _, ru = os.wait4(pid, 0)
+                try:  # the child never returns to this loop
+                    fd = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(fd, 1)
+                    if pin:
+                        os.sched_setaffinity(0, {int(pin)})
+                    os.execve(prog[0], prog, env)
+                finally:
+                    os._exit(127)
+            _, status, ru = os.wait4(pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:  # a failed run is no sample
+                sys.exit(f"{lib}: {prog[0]} exited with status {status:#x}")
             res[lib][0].append(time.perf_counter() - t0)
             res[lib][1].append(ru.ru_utime + ru.ru_stime)
     print("load %.1f %.1f %.1f" % os.getloadavg(), " ".join(prog), "n", n, "pin", pin or "-")
