@@ -110,6 +110,22 @@ static inline void set_opt(enum pc_option o, long v)
 
 /* ---- zones -------------------------------------------------------------- */
 
+/* The start of a page-layer test that counts pages: pinned to the first
+ * allowed CPU (NULL, the test skipped, where it cannot be), the page
+ * allocator started, nothing released on its own while the test runs
+ * (an hour's delay, a 4 GiB watermark, the next pass planned a quarter
+ * hour away); returns that CPU's preferred zone. */
+static inline struct pc_zone *page_test_start(void)
+{
+	if (!pin_cpu0_or_skip())
+		return NULL;
+	pc_page_init();
+	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600000);
+	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 4L << 20);
+	pc_page_release_due(); /* plans the next pass a quarter hour away */
+	return pc_zone_preferred((unsigned)test_cpu(0));
+}
+
 /* The zone of the page allocator memory at p (which must be some). */
 static inline struct pc_zone *zone_of(const void *p)
 {

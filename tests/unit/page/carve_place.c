@@ -68,13 +68,8 @@ TEST(slab_stays_in_pinned_region)
 
 int main(void)
 {
-	if (!pin_cpu0_or_skip())
+	if (!(zone = page_test_start()))
 		return 0;
-	pc_page_init();
-	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600000);
-	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 4L << 20);
-	pc_page_release_due(); /* plans the next pass a quarter hour away */
-	zone = pc_zone_preferred((unsigned)test_cpu(0));
 	REQUIRE(zone->regions == NULL);
 	RUN(slab_stays_in_pinned_region);
 	return test_report();

@@ -177,14 +177,9 @@ TEST(refused_reentered)
 
 int main(void)
 {
-	if (!pin_cpu0_or_skip())
+	if (!(zone = page_test_start()))
 		return 0;
-	pc_page_init();
-	set_opt(PC_OPT_VM_RELEASE_DELAY_MS, 3600000);
-	set_opt(PC_OPT_VM_RELEASE_WATERMARK_KB, 4L << 20);
 	set_opt(PC_OPT_STATS_ENABLE, 1);
-	pc_page_release_due(); /* plans the next pass a quarter hour away */
-	zone = pc_zone_preferred((unsigned)test_cpu(0));
 	pcp = &zone->pcp[test_cpu(0)];
 	RUN(refill_one_zone_hold);
 	RUN(from_the_list);
