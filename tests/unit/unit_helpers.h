@@ -126,6 +126,24 @@ static inline struct pc_zone *page_test_start(void)
 	return pc_zone_preferred((unsigned)test_cpu(0));
 }
 
+/* A block of 2^order pages from zone z's lists (zone_alloc_block_locked:
+ * kept = from a region that stays mapped), and its way back as dirty
+ * memory, each under the zone's lock. */
+static inline struct pc_page *zone_take(struct pc_zone *z, unsigned order, bool kept)
+{
+	pc_lock_acquire(&z->lock);
+	struct pc_page *pg = zone_alloc_block_locked(z, order, kept);
+	pc_lock_release(&z->lock);
+	return pg;
+}
+
+static inline void zone_give(struct pc_zone *z, struct pc_page *pg, unsigned order)
+{
+	pc_lock_acquire(&z->lock);
+	zone_free_block_locked(z, pg, order, PC_MEM_DIRTY);
+	pc_lock_release(&z->lock);
+}
+
 /* The zone of the page allocator memory at p (which must be some). */
 static inline struct pc_zone *zone_of(const void *p)
 {

@@ -52,17 +52,12 @@ static struct pc_page *chunk; /* the first chunk of the zone's region */
 
 static struct pc_page *take(unsigned order)
 {
-	pc_lock_acquire(&zone->lock);
-	struct pc_page *pg = zone_alloc_block_locked(zone, order, true);
-	pc_lock_release(&zone->lock);
-	return pg;
+	return zone_take(zone, order, true);
 }
 
 static void give(struct pc_page *pg, unsigned order)
 {
-	pc_lock_acquire(&zone->lock);
-	zone_free_block_locked(zone, pg, order, PC_MEM_DIRTY);
-	pc_lock_release(&zone->lock);
+	zone_give(zone, pg, order);
 }
 
 /* Descriptors [from, to) of the chunk at c never written: all zero bytes. */

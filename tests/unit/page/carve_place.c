@@ -27,17 +27,12 @@ static struct pc_zone *zone;
 
 static struct pc_page *take(unsigned order, bool kept)
 {
-	pc_lock_acquire(&zone->lock);
-	struct pc_page *pg = zone_alloc_block_locked(zone, order, kept);
-	pc_lock_release(&zone->lock);
-	return pg;
+	return zone_take(zone, order, kept);
 }
 
 static void give(struct pc_page *pg, unsigned order)
 {
-	pc_lock_acquire(&zone->lock);
-	zone_free_block_locked(zone, pg, order, PC_MEM_DIRTY);
-	pc_lock_release(&zone->lock);
+	zone_give(zone, pg, order);
 }
 
 TEST(slab_stays_in_pinned_region)
